@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-2.0
+# zoid — in-kernel I/O forwarding from compute nodes to I/O nodes.
+#
+#   make run     build everything needed (kernel cached) and boot a pset:
+#                1 ION + 2 CNs (x86_64, release kernel), suite loaded on all
+#   make check   the whole test suite; ends with "N passed, N failed"
+#
+# Finer targets:
+#   make setup                       install prerequisites (Debian packages, rust-src, bindgen)
+#   make kernel  [ZOID_ARCH=..] [FLAVOR=..]   build/reuse a cached kernel, print its KDIR
+#   make modules [ZOID_ARCH=..] [FLAVOR=..] [KDIR=..] [CLIPPY=1]
+#                                    build the four .ko (into out/<arch>-<flavor>/)
+#   make host-test                   cargo test of the no_std protocol crate
+#   make fmt                         rustfmt every Rust file
+#   make clean
+#
+# Building against your own kernel: `make modules KDIR=/path/to/prepared/7.x/tree`
+# (CONFIG_RUST=y, same toolchain as that kernel; ZOID_ARCH=ppc32 for a ppc32 tree),
+# and `qemu/pset --kdir /path/...` boots it.
+
+ZOID_ARCH ?= x86_64
+FLAVOR ?= debug
+KDIR ?=
+
+.PHONY: run check setup kernel modules host-test fmt clean
+
+run:
+	@scripts/run.sh
+
+check:
+	@scripts/check.py
+
+setup:
+	@scripts/setup.sh
+
+kernel: setup
+	@scripts/build-kernel.sh $(ZOID_ARCH) $(FLAVOR)
+
+modules:
+	@scripts/build-modules.sh $(ZOID_ARCH) $(FLAVOR) $(KDIR)
+
+host-test:
+	cargo test --locked --manifest-path rust/zoid_proto/Cargo.toml
+
+fmt:
+	cargo fmt --manifest-path rust/zoid_proto/Cargo.toml
+	rustfmt --edition 2021 --config-path $$(scripts/fetch-kernel.sh)/.rustfmt.toml \
+		$$(git ls-files '*.rs' | grep -v '^rust/zoid_proto/')
+
+clean:
+	rm -rf out rust/zoid_proto/target

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Print the path of a static busybox for a guest architecture.
+#   x86_64: Debian's busybox-static (/bin/busybox)
+#   ppc32:  cross-built once from Debian's busybox source package with
+#           gcc-powerpc-linux-gnu, cached in $ZOID_CACHE/busybox/
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/apt-private.sh"
+arch=${1:?arch: x86_64|ppc32}
+
+case "$arch" in
+  x86_64)
+    [ -x /bin/busybox ] || { echo "build-busybox: install busybox-static (scripts/setup.sh)" >&2; exit 1; }
+    echo /bin/busybox
+    exit 0 ;;
+  ppc32) ;;
+  *) echo "build-busybox: unknown arch $arch" >&2; exit 1 ;;
+esac
+
+out="$ZOID_CACHE/busybox/ppc32"
+if [ -x "$out/busybox" ]; then echo "$out/busybox"; exit 0; fi
+
+apt_private_init >&2
+work="$ZOID_CACHE/busybox/src"
+rm -rf "$work" && mkdir -p "$work" "$out"
+(cd "$work" && apt_private source --only-source -qq busybox >/dev/null 2>&1) || {
+  echo "build-busybox: apt-get source busybox failed" >&2; exit 1; }
+src=$(find "$work" -mindepth 1 -maxdepth 1 -type d -name 'busybox-*' | head -n1)
+log="$out/build.log"
+echo "build-busybox: cross-building $(basename "$src") for ppc32 (log: $log)" >&2
+(
+  cd "$src"
+  make CROSS_COMPILE=powerpc-linux-gnu- defconfig
+  # Static, and without the applets that do not build against current
+  # kernel headers (tc) or are not wanted in a test guest.
+  sed -i -e 's/^# CONFIG_STATIC is not set/CONFIG_STATIC=y/' \
+         -e 's/^CONFIG_TC=y/# CONFIG_TC is not set/' \
+         -e 's/^CONFIG_FEATURE_TC_INGRESS=y/# CONFIG_FEATURE_TC_INGRESS is not set/' .config
+  make CROSS_COMPILE=powerpc-linux-gnu- oldconfig </dev/null
+  make CROSS_COMPILE=powerpc-linux-gnu- -j"$(nproc)" busybox
+) > "$log" 2>&1 || { tail -n 30 "$log" >&2; exit 1; }
+cp "$src/busybox" "$out/busybox"
+rm -rf "$work"
+echo "$out/busybox"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Pack a guest initramfs (newc cpio) for one architecture and print its path:
+# static busybox, qemu/guest/init, the in-guest tests, and the zoid modules
+# from a build-modules.sh output folder.
+#
+#   scripts/build-initramfs.sh <arch> <modules-dir> <output.cpio>
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+arch=${1:?arch}
+mods=${2:?modules dir}
+outfile=${3:?output}
+
+busybox=$("$here/build-busybox.sh" "$arch")
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,lib/zoid,zoid/tests,zoid/run,proc,sys,dev,tmp,mnt,etc,root}
+cp "$busybox" "$stage/bin/busybox"
+ln -s busybox "$stage/bin/sh"
+cp "$repo/qemu/guest/init" "$stage/init"
+cp "$repo/qemu/guest/tests/run" "$repo"/qemu/guest/tests/[0-9]*.sh "$stage/zoid/tests/"
+: > "$stage/lib/zoid/load-order"
+while read -r name dir; do
+  case "$name" in ''|'#'*) continue ;; esac
+  cp "$mods/$dir/$name.ko" "$stage/lib/zoid/"
+  echo "$name" >> "$stage/lib/zoid/load-order"
+done < "$here/modules.list"
+# The suite version the modules must report (source of truth: zoid_proto).
+sed -n 's/.*SUITE_VERSION: Version = Version::new(\([0-9]*\), \([0-9]*\), \([0-9]*\)).*/\1.\2.\3/p' \
+  "$repo/rust/zoid_proto/src/version.rs" > "$stage/zoid/suite-version"
+[ -s "$stage/zoid/suite-version" ] || { echo "build-initramfs: cannot read SUITE_VERSION" >&2; exit 1; }
+echo "root:x:0:0:root:/root:/bin/sh" > "$stage/etc/passwd"
+echo "root:x:0:" > "$stage/etc/group"
+mkdir -p "$(dirname "$outfile")"
+(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) > "$outfile.tmp"
+mv "$outfile.tmp" "$outfile"
+echo "$outfile"

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""`make check`: zoid's whole test suite, ending with `N passed, N failed`.
+
+Steps (each counted; a failure does not stop the later independent steps):
+  * host: `cargo test` of rust/zoid_proto (every test counts), clippy and
+    rustfmt on the host crate;
+  * rustfmt (kernel's .rustfmt.toml) on every kernel-side Rust file;
+  * per arch (x86_64 debug, ppc32 debug): kernel build (cached), module build
+    with warnings as errors and clippy (W=e CLIPPY=1), then a pset boot where
+    every node runs the in-guest integration tests; every KUnit test case and
+    every in-guest test on every node counts, and each node counts once more
+    for its health (modules loaded and unloaded, no splat, no leak).
+
+Set ZOID_CHECK_ARCHES="x86_64" (say) to run a subset while developing.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(REPO, "out", "check")
+passed = 0
+failed = 0
+failures = []
+
+
+def record(ok, what, count=1):
+    global passed, failed
+    if ok:
+        passed += count
+    else:
+        failed += count
+        failures.append(what)
+    print(f"check: {'ok    ' if ok else 'FAILED'} {what}" + (f" ({count})" if count != 1 else ""),
+          flush=True)
+
+
+def run(cmd, log_name, **kw):
+    """Runs cmd with output to out/check/<log_name>.log; returns (ok, output)."""
+    os.makedirs(OUT, exist_ok=True)
+    path = os.path.join(OUT, log_name + ".log")
+    start = time.time()
+    with open(path, "w") as f:
+        p = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, **kw)
+        f.write(p.stdout)
+    if p.returncode != 0:
+        tail = "\n".join(p.stdout.splitlines()[-30:])
+        print(f"check: --- {log_name} failed after {time.time() - start:.0f}s, "
+              f"last lines (full log: {path}):\n{tail}", flush=True)
+    return p.returncode == 0, p.stdout
+
+
+def host_checks():
+    manifest = ["--manifest-path", "rust/zoid_proto/Cargo.toml"]
+    ok, out = run(["cargo", "test", "--locked"] + manifest, "host-cargo-test")
+    n_pass = sum(int(m) for m in re.findall(r"test result: \w+\. (\d+) passed", out))
+    n_fail = sum(int(m) for m in re.findall(r"(\d+) failed;", out))
+    if n_pass:
+        record(True, "host cargo test", n_pass)
+    if n_fail or not ok:
+        record(False, "host cargo test", max(n_fail, 1))
+    ok, _ = run(["cargo", "clippy", "--locked", "--all-targets"] + manifest + ["--", "-D", "warnings"],
+                "host-clippy")
+    record(ok, "host clippy (-D warnings)")
+    ok, _ = run(["cargo", "fmt", "--check"] + manifest, "host-rustfmt")
+    record(ok, "host rustfmt")
+
+
+def kernel_rustfmt():
+    ok, src = run([os.path.join(REPO, "scripts/fetch-kernel.sh")], "fetch-kernel")
+    if not ok:
+        record(False, "fetch kernel source")
+        return
+    ksrc = src.strip().splitlines()[-1]
+    files = subprocess.run(["git", "ls-files", "*.rs"], cwd=REPO, stdout=subprocess.PIPE,
+                           text=True, check=True).stdout.split()
+    files = [f for f in files if not f.startswith("rust/zoid_proto/")]
+    ok, _ = run(["rustfmt", "--check", "--edition", "2021", "--config-path",
+                 os.path.join(ksrc, ".rustfmt.toml")] + files, "kernel-rustfmt")
+    record(ok, f"rustfmt (kernel style) on {len(files)} kernel-side files")
+
+
+def arch_checks(arch, flavor="debug"):
+    t0 = time.time()
+    ok, out = run([os.path.join(REPO, "scripts/build-kernel.sh"), arch, flavor],
+                  f"{arch}-kernel")
+    record(ok, f"{arch}/{flavor} kernel build ({time.time() - t0:.0f}s)")
+    if not ok:
+        return
+    kdir = out.strip().splitlines()[-1]
+    t0 = time.time()
+    ok, _ = run([os.path.join(REPO, "scripts/build-modules.sh"), arch, flavor, kdir],
+                f"{arch}-modules", env=dict(os.environ, CLIPPY="1"))
+    record(ok, f"{arch} modules build, warnings as errors, clippy ({time.time() - t0:.0f}s)")
+    if not ok:
+        return
+    logdir = os.path.join(OUT, f"{arch}-pset")
+    cns = "2" if arch == "x86_64" else "1"
+    t0 = time.time()
+    ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
+                 "--cns", cns, "--kdir", kdir, "--timeout", "900", "--log", logdir,
+                 "--ion-cmd", "/zoid/tests/run", "--cn-cmd", "/zoid/tests/run"],
+                f"{arch}-pset")
+    summary_path = os.path.join(logdir, "summary.json")
+    if not os.path.exists(summary_path):
+        record(False, f"{arch} pset boot (no summary)")
+        return
+    with open(summary_path) as f:
+        summary = json.load(f)
+    for name, node in summary["nodes"].items():
+        suites = node["kunit"]
+        cases = [(s["suite"], c, st) for s in suites for c, st in s["cases"]]
+        k_pass = sum(1 for *_, st in cases if st == "ok")
+        k_fail = [f"{s}.{c}" for s, c, st in cases if st == "not ok"]
+        if k_pass:
+            record(True, f"{arch} {name} KUnit cases in {len({s['suite'] for s in suites})} suites",
+                   k_pass)
+        if k_fail:
+            record(False, f"{arch} {name} KUnit: {', '.join(k_fail)}", len(k_fail))
+        if not suites:
+            record(False, f"{arch} {name}: no KUnit output")
+        g_pass = sum(1 for _, st in node["guest_tests"] if st == "ok")
+        g_fail = [t for t, st in node["guest_tests"] if st == "not ok"]
+        if g_pass:
+            record(True, f"{arch} {name} in-guest tests", g_pass)
+        if g_fail:
+            record(False, f"{arch} {name} in-guest: {', '.join(g_fail)}", len(g_fail))
+        problems = node["problems"]
+        record(not problems, f"{arch} {name} healthy ({summary['seconds']}s run)"
+               + (": " + "; ".join(problems) if problems else ""))
+    if not ok and all(not n["problems"] for n in summary["nodes"].values()):
+        record(False, f"{arch} pset exit status")
+
+
+def main():
+    start = time.time()
+    ok, _ = run([os.path.join(REPO, "scripts/setup.sh")], "setup")
+    if not ok:
+        record(False, "setup (scripts/setup.sh)")
+    else:
+        host_checks()
+        kernel_rustfmt()
+        for arch in os.environ.get("ZOID_CHECK_ARCHES", "x86_64 ppc32").split():
+            arch_checks(arch)
+    print(f"check: {time.time() - start:.0f}s; logs in {OUT}")
+    for f in failures:
+        print(f"check: failed: {f}")
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
