@@ -30,7 +30,12 @@ esac || { echo "build-modules: $kdir is not an $arch kernel" >&2; exit 1; }
 toolchain_env "$arch"
 out="$repo/out/$arch-$flavor"
 mkdir -p "$out"
-kmake -C "$kdir" M="$repo" MO="$out" W=e ${CLIPPY:+CLIPPY=1} -j"$(nproc)" modules >&2
+log="$out/build.log"
+if ! kmake -C "$kdir" M="$repo" MO="$out" W=e ${CLIPPY:+CLIPPY=1} -j"$(nproc)" modules > "$log" 2>&1; then
+  grep -v -E '^make(\[[0-9]+\])?: (Entering|Leaving)' "$log" | tail -n 60 >&2
+  echo "build-modules: failed (full log: $log)" >&2
+  exit 1
+fi
 while read -r name dir; do
   case "$name" in ''|'#'*) continue ;; esac
   [ -f "$out/$dir/$name.ko" ] || { echo "build-modules: $dir/$name.ko missing" >&2; exit 1; }

@@ -9,13 +9,13 @@
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+#[path = "../drivers/treenet/abi.rs"]
+mod treenet;
+#[path = "../rust/zoid_kernel/mod.rs"]
+mod zoid_kernel;
 #[allow(unused_attributes, unreachable_pub, dead_code)]
 #[path = "../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
-#[path = "../rust/zoid_kernel/mod.rs"]
-mod zoid_kernel;
-#[path = "../drivers/treenet/abi.rs"]
-mod treenet;
 
 use zoid_kernel::sysfs::{Attribute, SysfsDir};
 use zoid_proto::version::SUITE_VERSION;
@@ -31,7 +31,8 @@ module! {
 /// ssi's state, shared with its sysfs files (nothing yet).
 struct SsiState;
 
-static ATTRS: [Attribute<SsiState>; 1] = [Attribute::ro(c"version", zoid_kernel::suite::show_version)];
+static ATTRS: [Attribute<SsiState>; 1] =
+    [Attribute::ro(c"version", zoid_kernel::suite::show_version)];
 
 /// The loaded module.
 struct Ssi {

@@ -13,11 +13,11 @@ use kernel::sync::{
     Arc,
 };
 
+#[path = "../../rust/zoid_kernel/mod.rs"]
+mod zoid_kernel;
 #[allow(unused_attributes, unreachable_pub, dead_code)]
 #[path = "../../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
-#[path = "../../rust/zoid_kernel/mod.rs"]
-mod zoid_kernel;
 
 use zoid_kernel::sysfs::{self, Attribute, SysfsDir, SysfsWriter};
 use zoid_proto::version::SUITE_VERSION;

@@ -9,13 +9,13 @@
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+#[path = "../treenet/abi.rs"]
+mod treenet;
+#[path = "../../rust/zoid_kernel/mod.rs"]
+mod zoid_kernel;
 #[allow(unused_attributes, unreachable_pub, dead_code)]
 #[path = "../../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
-#[path = "../../rust/zoid_kernel/mod.rs"]
-mod zoid_kernel;
-#[path = "../treenet/abi.rs"]
-mod treenet;
 
 use zoid_kernel::sysfs::{Attribute, SysfsDir, SysfsWriter};
 use zoid_proto::version::{Version, SUITE_VERSION};
@@ -80,17 +80,24 @@ mod tests {
     /// warning, which the harness reports).
     #[test]
     fn sysfs_dir_is_removed_on_drop() -> Result {
-        for round in 0..3u32 {
-            let state = Arc::new(ZoidState { treenet: SUITE_VERSION }, GFP_KERNEL)?;
+        for _ in 0..3 {
+            let state = Arc::new(
+                ZoidState {
+                    treenet: SUITE_VERSION,
+                },
+                GFP_KERNEL,
+            )?;
             let dir = SysfsDir::new(c"zoid_kunit_probe", state, &ATTRS)?;
-            assert_eq!(dir.context().treenet, SUITE_VERSION, "round {}", round);
+            assert_eq!(dir.context().treenet, SUITE_VERSION);
         }
         Ok(())
     }
 
     #[test]
     fn treenet_version_file_shows_one_line() -> Result {
-        let s = ZoidState { treenet: Version::new(0, 1, 9) };
+        let s = ZoidState {
+            treenet: Version::new(0, 1, 9),
+        };
         let mut page = [0u8; 32];
         let mut w = SysfsWriter::new(&mut page);
         show_treenet_version(&s, &mut w)?;

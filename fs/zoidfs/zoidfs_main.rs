@@ -9,11 +9,11 @@
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+#[path = "../../rust/zoid_kernel/mod.rs"]
+mod zoid_kernel;
 #[allow(unused_attributes, unreachable_pub, dead_code)]
 #[path = "../../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
-#[path = "../../rust/zoid_kernel/mod.rs"]
-mod zoid_kernel;
 
 use zoid_kernel::sysfs::{Attribute, SysfsDir};
 use zoid_proto::version::SUITE_VERSION;
@@ -63,7 +63,11 @@ mod tests {
         zoid_kernel::suite::show_version(&ZoidfsState, &mut w)?;
         let mut expect = [0u8; 32];
         let mut e = SysfsWriter::new(&mut expect);
-        writeln!(e, "{}.{}.{}", SUITE_VERSION.major, SUITE_VERSION.minor, SUITE_VERSION.patch)?;
+        writeln!(
+            e,
+            "{}.{}.{}",
+            SUITE_VERSION.major, SUITE_VERSION.minor, SUITE_VERSION.patch
+        )?;
         assert_eq!(w.as_bytes(), e.as_bytes());
         Ok(())
     }

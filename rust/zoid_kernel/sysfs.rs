@@ -173,7 +173,8 @@ impl<T: Send + Sync + 'static> SysfsDir<T> {
 
         // SAFETY: `name` is a valid C string (copied by the kobject core) and
         // `kernel_kobj` is the `/sys/kernel` kobject, valid while the kernel runs.
-        let kobj = unsafe { bindings::kobject_create_and_add(name.as_char_ptr(), bindings::kernel_kobj) };
+        let kobj =
+            unsafe { bindings::kobject_create_and_add(name.as_char_ptr(), bindings::kernel_kobj) };
         let kobj = NonNull::new(kobj).ok_or(EEXIST)?;
 
         // SAFETY: `kobj` is live; `group`, its attribute array and the
@@ -227,7 +228,8 @@ unsafe extern "C" fn show_trampoline<T: 'static>(
     // outlives its files.
     let ctx = unsafe { &*raw.ctx };
     // SAFETY: sysfs passes a zeroed, writable page (function contract).
-    let page = unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), bindings::PAGE_SIZE as usize) };
+    let page =
+        unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), kernel::page::PAGE_SIZE) };
     let mut w = SysfsWriter::new(page);
     match (raw.show)(ctx, &mut w) {
         Ok(()) => w.len as isize,

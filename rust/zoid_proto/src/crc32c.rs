@@ -53,7 +53,7 @@ impl Crc32c {
     pub fn update(&mut self, data: &[u8]) {
         let mut crc = self.state;
         for &b in data {
-            crc = TABLE[((crc ^ b as u32) & 0xff) as usize] ^ (crc >> 8);
+            crc = TABLE[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
         }
         self.state = crc;
     }

@@ -45,7 +45,7 @@ impl Version {
 
     /// Packs the version into 48 bits of a `u64` (`major << 32 | minor << 16 | patch`),
     /// the form it travels in on the wire.
-    pub const fn to_wire(&self) -> u64 {
+    pub const fn to_wire(self) -> u64 {
         (self.major as u64) << 32 | (self.minor as u64) << 16 | self.patch as u64
     }
 
