@@ -17,7 +17,7 @@ case "$arch" in
   *) echo "build-busybox: unknown arch $arch" >&2; exit 1 ;;
 esac
 
-out="$ZOID_CACHE/busybox/ppc32"
+out="$ZOID_CACHE/busybox/ppc32-v2"
 if [ -x "$out/busybox" ]; then echo "$out/busybox"; exit 0; fi
 
 apt_private_init >&2
@@ -31,9 +31,11 @@ echo "build-busybox: cross-building $(basename "$src") for ppc32 (log: $log)" >&
 (
   cd "$src"
   make CROSS_COMPILE=powerpc-linux-gnu- defconfig
-  # Static, and without the applets that do not build against current
-  # kernel headers (tc) or are not wanted in a test guest.
+  # Static; full modutils (the "small" rmmod reports success when the
+  # kernel refuses to unload a module in use); without tc, which does not
+  # build against current kernel headers.
   sed -i -e 's/^# CONFIG_STATIC is not set/CONFIG_STATIC=y/' \
+         -e 's/^CONFIG_MODPROBE_SMALL=y/# CONFIG_MODPROBE_SMALL is not set/' \
          -e 's/^CONFIG_TC=y/# CONFIG_TC is not set/' \
          -e 's/^CONFIG_FEATURE_TC_INGRESS=y/# CONFIG_FEATURE_TC_INGRESS is not set/' .config
   make CROSS_COMPILE=powerpc-linux-gnu- oldconfig </dev/null
