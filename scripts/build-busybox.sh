@@ -17,7 +17,9 @@ case "$arch" in
   *) echo "build-busybox: unknown arch $arch" >&2; exit 1 ;;
 esac
 
-out="$ZOID_CACHE/busybox/ppc32-v2"
+# Keyed by this script (which holds the busybox configuration) and the cross compiler.
+key=$( { cat "$0"; powerpc-linux-gnu-gcc --version | head -n1; } | sha256sum | cut -c1-10)
+out="$ZOID_CACHE/busybox/ppc32-$key"
 if [ -x "$out/busybox" ]; then echo "$out/busybox"; exit 0; fi
 
 apt_private_init >&2

@@ -101,7 +101,7 @@ def arch_checks(arch, flavor="debug"):
     if not ok:
         return
     logdir = os.path.join(OUT, f"{arch}-pset")
-    cns = "2" if arch == "x86_64" else "1"
+    cns = "2"
     t0 = time.time()
     ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
                  "--cns", cns, "--kdir", kdir, "--timeout", "900", "--log", logdir,
