@@ -58,10 +58,17 @@ impl Drop for Ssi {
 mod tests {
     use super::*;
 
+    use super::zoid_proto::version::Version;
+
+    /// ssi refuses a treenet it cannot talk to, instead of misbehaving later.
     #[test]
-    fn treenet_is_attached_and_compatible() -> Result {
-        let theirs = treenet::attach()?;
-        assert!(SUITE_VERSION.is_compatible_with(&theirs));
-        Ok(())
+    fn incompatible_or_malformed_treenet_is_refused() {
+        let next_major = Version::new(SUITE_VERSION.major + 1, 0, 0);
+        assert_eq!(treenet::check_compatible(next_major.to_wire()), Err(EPROTO));
+        assert_eq!(treenet::check_compatible(u64::MAX), Err(EPROTO));
+        assert_eq!(
+            treenet::check_compatible(SUITE_VERSION.to_wire()),
+            Ok(SUITE_VERSION)
+        );
     }
 }

@@ -20,8 +20,15 @@ extern "C" {
 pub(crate) fn attach() -> Result<Version> {
     // SAFETY: `treenet_abi_version` takes no arguments, has no
     // preconditions, and is resolved by the module loader from treenet.ko.
-    let wire = unsafe { treenet_abi_version() };
-    let theirs = Version::from_wire(wire).ok_or(EPROTO)?;
+    check_compatible(unsafe { treenet_abi_version() })
+}
+
+/// Decodes treenet's wire version and checks it against this module's.
+pub(crate) fn check_compatible(wire: u64) -> Result<Version> {
+    let Some(theirs) = Version::from_wire(wire) else {
+        pr_err!("treenet reports a malformed version {wire:#x}\n");
+        return Err(EPROTO);
+    };
     if !SUITE_VERSION.is_compatible_with(&theirs) {
         pr_err!("treenet {theirs} is not compatible with this module ({SUITE_VERSION})\n");
         return Err(EPROTO);
