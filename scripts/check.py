@@ -4,7 +4,7 @@
 
 Steps (each counted; a failure does not stop the later independent steps):
   * host: `cargo test` of rust/zoid_proto (every test counts), clippy and
-    rustfmt on the host crate;
+    rustfmt on the host crate, unit tests of the pset harness's log parsing;
   * rustfmt (kernel's .rustfmt.toml) on every kernel-side Rust file;
   * per arch (x86_64 debug, ppc32 debug): kernel build (cached), module build
     with warnings as errors and clippy (W=e CLIPPY=1), then a pset boot where
@@ -70,6 +70,14 @@ def host_checks():
     record(ok, "host clippy (-D warnings)")
     ok, _ = run(["cargo", "fmt", "--check"] + manifest, "host-rustfmt")
     record(ok, "host rustfmt")
+    ok, out = run([sys.executable, "qemu/test_pset.py"], "host-pset-harness")
+    ran = re.search(r"Ran (\d+) test", out)
+    bad = re.search(r"FAILED \((?:failures|errors)=(\d+)", out)
+    n_bad = int(bad.group(1)) if bad else (0 if ok else 1)
+    if ran and int(ran.group(1)) > n_bad:
+        record(True, "host tests of the pset harness", int(ran.group(1)) - n_bad)
+    if n_bad:
+        record(False, "host tests of the pset harness", n_bad)
 
 
 def kernel_rustfmt():

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Host tests of the pset harness's log parsing (run by `make check`)."""
+
+import importlib.machinery
+import importlib.util
+import os
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+loader = importlib.machinery.SourceFileLoader("pset", os.path.join(HERE, "pset"))
+pset = importlib.util.module_from_spec(importlib.util.spec_from_loader("pset", loader))
+loader.exec_module(pset)
+
+BOOT_AND_MODULE_KTAP = """\
+    KTAP version 1
+    # Subtest: rust_netlink
+    1..1
+    # test_family_flags_bitfield: ASSERTION FAILED at rust/kernel/net/netlink.rs:342
+    not ok 1 test_family_flags_bitfield
+not ok 1 rust_netlink
+Run /init as init process
+treenet: treenet 0.1.0 loaded
+KTAP version 1
+1..2
+    KTAP version 1
+    # Subtest: zoid_kernel
+    # speed: normal
+    1..2
+    ok 1 sysfs_writer_formats_within_the_page
+    ok 2 crc32c_matches_the_host_vectors # SKIP not on this arch
+# zoid_kernel: pass:1 fail:0 skip:1 total:2
+ok 1 zoid_kernel
+    KTAP version 1
+    # Subtest: treenet_sysfs
+    1..1
+    not ok 1 node_id_knob_accepts_u32_and_refuses_the_rest
+not ok 2 treenet_sysfs
+""".splitlines()
+
+
+def node_with(console, dmesg, arch="x86_64"):
+    n = pset.Node("cn1", "cn", 1, types.SimpleNamespace(arch=arch))
+    for line in console:
+        n.feed(line + "\n")
+    n.dmesg = dmesg
+    return n
+
+
+FINISHED = [
+    "@@ZOID up cn1 cn x86_64 Linux version 7.3.4",
+    "@@ZOID module treenet loaded 0.1.0",
+    "@@ZOID cmd-begin", "hello", "@@ZOID cmd-end 0",
+    "@@ZOID leak 0", "@@ZOID done 0",
+]
+
+
+class KtapTest(unittest.TestCase):
+    def test_suites_cases_and_builtin(self):
+        suites = pset.parse_ktap(BOOT_AND_MODULE_KTAP)
+        self.assertEqual([s["suite"] for s in suites], ["rust_netlink", "zoid_kernel", "treenet_sysfs"])
+        self.assertEqual([s["builtin"] for s in suites], [True, False, False])
+        self.assertEqual(suites[1]["cases"], [("sysfs_writer_formats_within_the_page", "ok"),
+                                             ("crc32c_matches_the_host_vectors", "skip")])
+        self.assertTrue(suites[1]["ok"])
+        self.assertFalse(suites[2]["ok"])
+
+    def test_module_failure_fails_but_known_kernel_failure_is_a_note(self):
+        n = node_with(FINISHED, BOOT_AND_MODULE_KTAP, arch="ppc32")
+        problems = n.problems()
+        self.assertEqual(problems, ["KUnit suite treenet_sysfs failed: "
+                                    "node_id_knob_accepts_u32_and_refuses_the_rest"])
+        self.assertEqual(len(n.notes), 1)
+        # On x86_64 the netlink failure is not a known one.
+        self.assertEqual(len(node_with(FINISHED, BOOT_AND_MODULE_KTAP).problems()), 2)
+
+
+class ConsoleTest(unittest.TestCase):
+    def test_clean_node(self):
+        n = node_with(FINISHED, [])
+        self.assertEqual(n.problems(), [])
+        self.assertEqual(n.cmd_output, ["hello"])
+        self.assertEqual(n.up, "Linux version 7.3.4")
+
+    def test_splats_leaks_and_unfinished_nodes_fail(self):
+        oops = FINISHED[:3] + ["[   75.1] Kernel panic - not syncing: sysrq triggered crash"]
+        self.assertIn("did not finish", node_with(oops, []).problems())
+        self.assertTrue(any("splat" in p for p in node_with(oops, []).problems()))
+        kasan = FINISHED + ["BUG: KASAN: slab-use-after-free in foo"]
+        self.assertTrue(any("splat" in p for p in node_with(kasan, []).problems()))
+        leak = [ln.replace("leak 0", "leak 2") for ln in FINISHED]
+        self.assertTrue(any("leaked" in p for p in node_with(leak, []).problems()))
+        failed_cmd = [ln.replace("cmd-end 0", "cmd-end 3") for ln in FINISHED]
+        self.assertIn("command exited 3", node_with(failed_cmd, []).problems())
+
+    def test_halt_line_is_seen(self):
+        self.assertTrue(node_with(FINISHED + ["reboot: System halted"], []).halted)
+
+
+if __name__ == "__main__":
+    unittest.main()
