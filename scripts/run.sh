@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$here/setup.sh"
 cat <<'EOT'
 run: booting a pset: 1 ION + 2 CNs (x86_64, release kernel; the first run
-run: builds the kernel, ~10 min; later runs reuse it from ~/.cache/zoid)
+run: builds the kernel, 15-20 min on 2 cores; later runs reuse it from ~/.cache/zoid)
 EOT
 show='echo "node $ZOID_NODE ($ZOID_ROLE, id $(cat /sys/kernel/treenet/node_id)): $(uname -r) $(uname -m)"
 for m in $(cat /lib/zoid/load-order); do echo "  $m $(cat /sys/kernel/$m/version)"; done
