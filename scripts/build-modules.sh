@@ -29,7 +29,15 @@ esac || { echo "build-modules: $kdir is not an $arch kernel" >&2; exit 1; }
 
 toolchain_env "$arch"
 out="$repo/out/$arch-$flavor"
+# Kbuild does not notice that an external module's kernel changed: objects
+# built against another tree would be relinked as they are.  Start clean
+# whenever the kernel tree differs from the last build's.
+kdir=$(cd "$kdir" && pwd)
+if [ "$(cat "$out/.kdir" 2>/dev/null)" != "$kdir" ]; then
+  rm -rf "$out"
+fi
 mkdir -p "$out"
+echo "$kdir" > "$out/.kdir"
 log="$out/build.log"
 if ! kmake -C "$kdir" M="$repo" MO="$out" W=e ${CLIPPY:+CLIPPY=1} -j"$(nproc)" modules > "$log" 2>&1; then
   grep -v -E '^make(\[[0-9]+\])?: (Entering|Leaving)' "$log" | tail -n 60 >&2
