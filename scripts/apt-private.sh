@@ -1,7 +1,7 @@
 # Sourced by scripts: a private apt configuration that can fetch packages
 # and sources from Debian suites the system does not list, without touching
 # the system's apt sources.  Usage: apt_private <apt-get args...>
-ZOID_CACHE=${ZOID_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/zoid}
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 APT_PRIVATE_DIR="$ZOID_CACHE/apt"
 
 apt_private_init() {

@@ -7,6 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
+. "$here/common.sh"
 arch=${1:?arch}
 mods=${2:?modules dir}
 outfile=${3:?output}
@@ -21,10 +22,9 @@ cp "$repo/qemu/guest/init" "$stage/init"
 cp "$repo/qemu/guest/tests/run" "$repo"/qemu/guest/tests/[0-9]*.sh "$stage/zoid/tests/"
 : > "$stage/lib/zoid/load-order"
 while read -r name dir; do
-  case "$name" in ''|'#'*) continue ;; esac
   cp "$mods/$dir/$name.ko" "$stage/lib/zoid/"
   echo "$name" >> "$stage/lib/zoid/load-order"
-done < "$here/modules.list"
+done < <(zoid_modules)
 # The suite version the modules must report (source of truth: zoid_proto).
 sed -n 's/.*SUITE_VERSION: Version = Version::new(\([0-9]*\), \([0-9]*\), \([0-9]*\)).*/\1.\2.\3/p' \
   "$repo/rust/zoid_proto/src/version.rs" > "$stage/zoid/suite-version"

@@ -45,7 +45,6 @@ if ! kmake -C "$kdir" M="$repo" MO="$out" W=e ${CLIPPY:+CLIPPY=1} -j"$(nproc)" m
   exit 1
 fi
 while read -r name dir; do
-  case "$name" in ''|'#'*) continue ;; esac
   [ -f "$out/$dir/$name.ko" ] || { echo "build-modules: $dir/$name.ko missing" >&2; exit 1; }
-done < "$here/modules.list"
+done < <(zoid_modules)
 echo "$out"

@@ -2,7 +2,7 @@
 # always built with the same toolchain as their kernel.
 #   x86_64: LLVM=1 (clang/lld 19) for C, rustc for Rust
 #   ppc32:  GCC (powerpc-linux-gnu-) for C, rustc for Rust
-ZOID_CACHE=${ZOID_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/zoid}
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ZOID_KMAKE_ARGS=()
 
 toolchain_env() {
