@@ -16,4 +16,5 @@
 #![no_std]
 
 pub mod crc32c;
+pub mod treenet;
 pub mod version;

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reliability of one lane between two neighbours: sequence numbers,
+//! cumulative + selective acknowledgement, retransmission timeouts with
+//! RTT estimation (RFC 6298, Karn's rule), duplicate suppression, a bounded
+//! window.  Pure bookkeeping: the caller owns the frames and the clock
+//! (nanoseconds, monotonic).
+
+/// Largest window (frames in flight per lane) treenet supports.
+pub const MAX_WINDOW: usize = 256;
+const RING: usize = MAX_WINDOW;
+
+/// Signed distance from `b` to `a` in sequence space.
+fn seq_diff(a: u32, b: u32) -> i64 {
+    i64::from(a.wrapping_sub(b) as i32)
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    sent_at: u64,
+    retransmitted: bool,
+    sacked: bool,
+}
+
+/// RTO estimation (RFC 6298), in nanoseconds.
+#[derive(Clone, Copy, Debug)]
+pub struct RtoEstimator {
+    srtt: u64,
+    rttvar: u64,
+    rto: u64,
+    min: u64,
+    max: u64,
+    sampled: bool,
+}
+
+impl RtoEstimator {
+    /// A fresh estimator; `initial` is the RTO before the first sample.
+    pub fn new(initial: u64, min: u64, max: u64) -> Self {
+        Self {
+            srtt: 0,
+            rttvar: 0,
+            rto: initial.clamp(min, max),
+            min,
+            max,
+            sampled: false,
+        }
+    }
+
+    /// Changes the bounds (a sysfs knob was written).
+    pub fn set_bounds(&mut self, min: u64, max: u64) {
+        self.min = min;
+        self.max = max;
+        self.rto = self.rto.clamp(min, max);
+    }
+
+    /// Current retransmission timeout.
+    pub fn rto(&self) -> u64 {
+        self.rto
+    }
+
+    /// Smoothed round-trip time (0 before the first sample).
+    pub fn srtt(&self) -> u64 {
+        self.srtt
+    }
+
+    /// Feeds one RTT measurement.
+    pub fn sample(&mut self, rtt: u64) {
+        if !self.sampled {
+            self.srtt = rtt;
+            self.rttvar = rtt / 2;
+            self.sampled = true;
+        } else {
+            let err = self.srtt.abs_diff(rtt);
+            self.rttvar = self.rttvar - self.rttvar / 4 + err / 4;
+            self.srtt = self.srtt - self.srtt / 8 + rtt / 8;
+        }
+        self.rto = self
+            .srtt
+            .saturating_add(self.rttvar.saturating_mul(4))
+            .clamp(self.min, self.max);
+    }
+
+    /// A timeout fired: back off exponentially.
+    pub fn backoff(&mut self) {
+        self.rto = self.rto.saturating_mul(2).clamp(self.min, self.max);
+    }
+}
+
+/// What an ack did to the send window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AckOutcome {
+    /// Frames newly acknowledged cumulatively: `old_base..old_base + n`.
+    pub acked: u32,
+    /// First sequence number of the acked run.
+    pub from: u32,
+    /// The ack was for sequence numbers never sent (ignored).
+    pub bogus: bool,
+}
+
+/// Sender side of a lane.
+#[derive(Clone, Debug)]
+pub struct SendWindow {
+    base: u32,
+    next: u32,
+    window: usize,
+    slots: [Slot; RING],
+    /// RTO estimation of this lane.
+    pub rto: RtoEstimator,
+}
+
+impl SendWindow {
+    /// An empty window starting at `seq`.
+    pub fn new(seq: u32, window: usize, rto: RtoEstimator) -> Self {
+        Self {
+            base: seq,
+            next: seq,
+            window: window.clamp(1, MAX_WINDOW),
+            slots: [Slot::default(); RING],
+            rto,
+        }
+    }
+
+    /// Oldest unacknowledged sequence number.
+    pub fn base(&self) -> u32 {
+        self.base
+    }
+
+    /// Next sequence number to be assigned.
+    pub fn next_seq(&self) -> u32 {
+        self.next
+    }
+
+    /// Frames in flight.
+    pub fn in_flight(&self) -> usize {
+        self.next.wrapping_sub(self.base) as usize
+    }
+
+    /// Changes the window (takes effect as frames drain).
+    pub fn set_window(&mut self, window: usize) {
+        self.window = window.clamp(1, MAX_WINDOW);
+    }
+
+    /// Whether another frame may be sent.
+    pub fn can_send(&self) -> bool {
+        self.in_flight() < self.window
+    }
+
+    /// Records the transmission of a new frame; returns its sequence number.
+    pub fn on_send(&mut self, now: u64) -> u32 {
+        let seq = self.next;
+        self.slots[seq as usize % RING] = Slot {
+            sent_at: now,
+            retransmitted: false,
+            sacked: false,
+        };
+        self.next = self.next.wrapping_add(1);
+        seq
+    }
+
+    /// Records the retransmission of `seq`.
+    pub fn on_retransmit(&mut self, seq: u32, now: u64) {
+        let s = &mut self.slots[seq as usize % RING];
+        s.sent_at = now;
+        s.retransmitted = true;
+    }
+
+    /// Processes an ack: `next` is the receiver's next expected sequence
+    /// number, bit `i` of `sack` says `next + 1 + i` arrived.
+    pub fn on_ack(&mut self, next: u32, sack: u64, now: u64) -> AckOutcome {
+        let advance = seq_diff(next, self.base);
+        if advance < 0 || seq_diff(next, self.next) > 0 {
+            return AckOutcome {
+                bogus: true,
+                ..AckOutcome::default()
+            };
+        }
+        let from = self.base;
+        // Karn: sample only from a frame sent once; the newest acked one.
+        if advance > 0 {
+            let last = self.slots[next.wrapping_sub(1) as usize % RING];
+            if !last.retransmitted {
+                self.rto.sample(now.saturating_sub(last.sent_at));
+            }
+        }
+        self.base = next;
+        for i in 0..64u32 {
+            if sack & (1u64 << i) == 0 {
+                continue;
+            }
+            let seq = next.wrapping_add(1).wrapping_add(i);
+            if seq_diff(seq, self.next) >= 0 {
+                break;
+            }
+            self.slots[seq as usize % RING].sacked = true;
+        }
+        AckOutcome {
+            acked: advance as u32,
+            from,
+            bogus: false,
+        }
+    }
+
+    /// Calls `f(seq)` for every frame to retransmit now: unacknowledged
+    /// frames older than the RTO, and holes below a selectively acked frame
+    /// older than `fast_after` (fast retransmit, at most once per
+    /// `fast_after`).  Returns whether an RTO expired (caller backs off).
+    pub fn due(&self, now: u64, fast_after: u64, mut f: impl FnMut(u32)) -> bool {
+        let rto = self.rto.rto();
+        let mut expired = false;
+        // Highest selectively acked frame: holes below it are lost.
+        let mut highest_sacked = None;
+        let mut seq = self.base;
+        while seq != self.next {
+            if self.slots[seq as usize % RING].sacked {
+                highest_sacked = Some(seq);
+            }
+            seq = seq.wrapping_add(1);
+        }
+        let mut seq = self.base;
+        while seq != self.next {
+            let s = self.slots[seq as usize % RING];
+            if !s.sacked {
+                let age = now.saturating_sub(s.sent_at);
+                let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
+                if age >= rto {
+                    expired = true;
+                    f(seq);
+                } else if hole && age >= fast_after {
+                    f(seq);
+                }
+            }
+            seq = seq.wrapping_add(1);
+        }
+        expired
+    }
+
+    /// Earliest time a retransmission could become due (for timers).
+    pub fn next_deadline(&self) -> Option<u64> {
+        let mut seq = self.base;
+        let mut earliest: Option<u64> = None;
+        while seq != self.next {
+            let s = self.slots[seq as usize % RING];
+            if !s.sacked {
+                let t = s.sent_at.saturating_add(self.rto.rto());
+                earliest = Some(earliest.map_or(t, |e| e.min(t)));
+            }
+            seq = seq.wrapping_add(1);
+        }
+        earliest
+    }
+}
+
+/// How a received data frame relates to the receive window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RxClass {
+    /// The next expected frame: consume it, then [`RecvWindow::pop_ready`].
+    InOrder,
+    /// Ahead of the next expected, inside the window: buffer it.
+    Future,
+    /// Already received (a retransmission): drop, but re-ack.
+    Duplicate,
+    /// Beyond the window: drop.
+    OutOfWindow,
+}
+
+/// Receiver side of a lane.
+#[derive(Clone, Debug)]
+pub struct RecvWindow {
+    next: u32,
+    window: usize,
+    have: [u64; RING / 64],
+}
+
+impl RecvWindow {
+    /// A window expecting `seq` next.
+    pub fn new(seq: u32, window: usize) -> Self {
+        Self {
+            next: seq,
+            window: window.clamp(1, MAX_WINDOW),
+            have: [0; RING / 64],
+        }
+    }
+
+    /// Next expected sequence number (the cumulative ack).
+    pub fn next_seq(&self) -> u32 {
+        self.next
+    }
+
+    fn bit(seq: u32) -> (usize, u64) {
+        let i = seq as usize % RING;
+        (i / 64, 1u64 << (i % 64))
+    }
+
+    fn has(&self, seq: u32) -> bool {
+        let (w, b) = Self::bit(seq);
+        self.have[w] & b != 0
+    }
+
+    /// Classifies a received sequence number (does not record it).
+    pub fn classify(&self, seq: u32) -> RxClass {
+        let d = seq_diff(seq, self.next);
+        if d == 0 {
+            RxClass::InOrder
+        } else if d < 0 {
+            RxClass::Duplicate
+        } else if d as usize >= self.window {
+            RxClass::OutOfWindow
+        } else if self.has(seq) {
+            RxClass::Duplicate
+        } else {
+            RxClass::Future
+        }
+    }
+
+    /// Records a `Future` frame as buffered.
+    pub fn mark(&mut self, seq: u32) {
+        if self.classify(seq) == RxClass::Future {
+            let (w, b) = Self::bit(seq);
+            self.have[w] |= b;
+        }
+    }
+
+    /// The in-order frame was consumed: advance.
+    pub fn advance(&mut self) {
+        let (w, b) = Self::bit(self.next);
+        self.have[w] &= !b;
+        self.next = self.next.wrapping_add(1);
+    }
+
+    /// If the next expected frame is already buffered, advances past it and
+    /// returns its sequence number (consume the buffered frame).
+    pub fn pop_ready(&mut self) -> Option<u32> {
+        if self.has(self.next) {
+            let seq = self.next;
+            self.advance();
+            Some(seq)
+        } else {
+            None
+        }
+    }
+
+    /// Selective ack bits for the frames after the next expected one.
+    pub fn sack(&self) -> u64 {
+        let mut bits = 0u64;
+        for i in 0..64u32 {
+            if i as usize + 1 >= self.window {
+                break;
+            }
+            if self.has(self.next.wrapping_add(1).wrapping_add(i)) {
+                bits |= 1u64 << i;
+            }
+        }
+        bits
+    }
+}

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! treenet's wire format: one 16-byte frame header in front of every payload.
+//!
+//! ```text
+//!  0       1       2               4               6               8
+//!  +-------+-------+---------------+---------------+---------------+
+//!  |version| kind  |   src node    |   dst node    |  payload len  |
+//!  +-------+-------+---------------+---------------+---------------+
+//!  |            seq / ack          |      crc32c(header + payload) |
+//!  +-------------------------------+-------------------------------+
+//!  8                              12                              16
+//! ```
+//!
+//! All fields are big-endian.  `kind` holds the frame type in its high nibble
+//! and flags in its low nibble: for data frames `FIRST`, `LAST` (message
+//! boundaries) and the lane bit (control or bulk), for acks the lane bit.
+//! The checksum covers the first 12 header bytes and the payload, so a frame
+//! is either intact or dropped; the 16 bytes match ZOID's software header, so
+//! `packet_size=240` frames are exactly Blue Gene's 256-byte tree packets.
+//!
+//! The first data frame of every message starts with a 16-byte
+//! [`MsgHeader`] (origin, final destination, channel, length, id).
+
+use super::super::crc32c::Crc32c;
+
+/// Ethertype of treenet frames (IEEE 802 local experimental 1).
+pub const ETHERTYPE: u16 = 0x88b5;
+/// Wire format version carried in every frame.
+pub const WIRE_VERSION: u8 = 1;
+/// Bytes of the frame header.
+pub const HEADER_LEN: usize = 16;
+/// Bytes of the message header at the start of a message's first frame.
+pub const MSG_HEADER_LEN: usize = 16;
+/// ZOID's tree packet payload size: `packet_size=240` mode.
+pub const ZOID_PACKET_PAYLOAD: usize = 240;
+/// Smallest payload per frame treenet accepts as a `packet_size`.
+pub const MIN_PACKET_PAYLOAD: usize = 64;
+/// Node id meaning "every node below the sender" (broadcast).
+pub const BROADCAST: u16 = 0xffff;
+
+/// Frame types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Neighbour discovery and liveness: sent to every link periodically.
+    Hello,
+    /// Cumulative + selective acknowledgement of one lane.
+    Ack,
+    /// A fragment of a message on one lane.
+    Data,
+}
+
+/// The two independent sequence spaces between two neighbours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lane {
+    /// Small messages and treenet's own control messages: never waits
+    /// behind bulk data.
+    Control = 0,
+    /// Large (rendezvous) messages.
+    Bulk = 1,
+}
+
+impl Lane {
+    /// Both lanes, control first (the transmit priority order).
+    pub const ALL: [Lane; 2] = [Lane::Control, Lane::Bulk];
+
+    /// Index for per-lane arrays.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Data frame flag: the first frame of a message (carries a [`MsgHeader`]).
+pub const FLAG_FIRST: u8 = 0x1;
+/// Data frame flag: the last frame of a message.
+pub const FLAG_LAST: u8 = 0x2;
+const FLAG_BULK: u8 = 0x4;
+const FLAGS_MASK: u8 = 0x7;
+
+const KIND_HELLO: u8 = 1;
+const KIND_ACK: u8 = 2;
+const KIND_DATA: u8 = 3;
+
+/// Why a received frame was dropped.  Each reason has its own counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameError {
+    /// Shorter than a header, or than the payload length it announces.
+    Truncated,
+    /// Payload longer than this node accepts.
+    Oversized,
+    /// A wire version this node does not speak.
+    BadVersion,
+    /// Header or payload corrupted.
+    BadChecksum,
+    /// Unknown frame type or flags.
+    BadKind,
+}
+
+/// A decoded frame header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameHeader {
+    /// Frame type.
+    pub kind: Kind,
+    /// Lane (data and ack frames; `Control` for hellos).
+    pub lane: Lane,
+    /// `FLAG_FIRST` / `FLAG_LAST` of a data frame.
+    pub flags: u8,
+    /// Sending neighbour.
+    pub src: u16,
+    /// Receiving neighbour (`BROADCAST` for hellos).
+    pub dst: u16,
+    /// Data: sequence number in the lane.  Ack: next sequence expected.
+    pub seq: u32,
+}
+
+impl FrameHeader {
+    /// A data frame header.
+    pub fn data(src: u16, dst: u16, lane: Lane, seq: u32, flags: u8) -> Self {
+        Self {
+            kind: Kind::Data,
+            lane,
+            flags: flags & (FLAG_FIRST | FLAG_LAST),
+            src,
+            dst,
+            seq,
+        }
+    }
+
+    /// An ack frame header (`next` = next sequence number expected).
+    pub fn ack(src: u16, dst: u16, lane: Lane, next: u32) -> Self {
+        Self {
+            kind: Kind::Ack,
+            lane,
+            flags: 0,
+            src,
+            dst,
+            seq: next,
+        }
+    }
+
+    /// A hello frame header.
+    pub fn hello(src: u16) -> Self {
+        Self {
+            kind: Kind::Hello,
+            lane: Lane::Control,
+            flags: 0,
+            src,
+            dst: BROADCAST,
+            seq: 0,
+        }
+    }
+
+    fn kind_byte(&self) -> u8 {
+        let (kind, flags) = match self.kind {
+            Kind::Hello => (KIND_HELLO, 0),
+            Kind::Ack => (KIND_ACK, 0),
+            Kind::Data => (KIND_DATA, self.flags & (FLAG_FIRST | FLAG_LAST)),
+        };
+        let lane = if self.lane == Lane::Bulk {
+            FLAG_BULK
+        } else {
+            0
+        };
+        (kind << 4) | flags | lane
+    }
+
+    /// Writes the header for `payload` into `out`, checksum included.
+    ///
+    /// `payload` may be given in pieces (a scatter-gather frame); their total
+    /// length must fit in 16 bits.
+    pub fn encode(&self, payload: &[&[u8]], out: &mut [u8; HEADER_LEN]) {
+        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let len = u16::try_from(len).unwrap_or(u16::MAX);
+        out[0] = WIRE_VERSION;
+        out[1] = self.kind_byte();
+        out[2..4].copy_from_slice(&self.src.to_be_bytes());
+        out[4..6].copy_from_slice(&self.dst.to_be_bytes());
+        out[6..8].copy_from_slice(&len.to_be_bytes());
+        out[8..12].copy_from_slice(&self.seq.to_be_bytes());
+        let mut crc = Crc32c::new();
+        crc.update(&out[..12]);
+        for p in payload {
+            crc.update(p);
+        }
+        out[12..16].copy_from_slice(&crc.finish().to_be_bytes());
+    }
+}
+
+/// Parses and verifies one received frame.
+///
+/// Returns the header and the payload (trailing link-layer padding is cut
+/// off).  `max_payload` is the largest payload this node accepts.
+pub fn parse(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, &[u8]), FrameError> {
+    if frame.len() < HEADER_LEN {
+        return Err(FrameError::Truncated);
+    }
+    if frame[0] != WIRE_VERSION {
+        return Err(FrameError::BadVersion);
+    }
+    let len = usize::from(u16::from_be_bytes([frame[6], frame[7]]));
+    if len > max_payload {
+        return Err(FrameError::Oversized);
+    }
+    let payload = frame
+        .get(HEADER_LEN..HEADER_LEN + len)
+        .ok_or(FrameError::Truncated)?;
+    let mut crc = Crc32c::new();
+    crc.update(&frame[..12]);
+    crc.update(payload);
+    if crc.finish() != u32::from_be_bytes([frame[12], frame[13], frame[14], frame[15]]) {
+        return Err(FrameError::BadChecksum);
+    }
+    let kind_byte = frame[1];
+    let flags = kind_byte & FLAGS_MASK;
+    let lane = if flags & FLAG_BULK != 0 {
+        Lane::Bulk
+    } else {
+        Lane::Control
+    };
+    let kind = match (kind_byte >> 4, flags) {
+        (KIND_HELLO, 0) => Kind::Hello,
+        (KIND_ACK, f) if f & !FLAG_BULK == 0 => Kind::Ack,
+        (KIND_DATA, _) => Kind::Data,
+        _ => return Err(FrameError::BadKind),
+    };
+    if kind_byte & 0x08 != 0 {
+        return Err(FrameError::BadKind);
+    }
+    let header = FrameHeader {
+        kind,
+        lane,
+        flags: flags & (FLAG_FIRST | FLAG_LAST),
+        src: u16::from_be_bytes([frame[2], frame[3]]),
+        dst: u16::from_be_bytes([frame[4], frame[5]]),
+        seq: u32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]),
+    };
+    Ok((header, payload))
+}
+
+/// The header at the start of every message (in its first frame).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsgHeader {
+    /// Node that created the message.
+    pub origin: u16,
+    /// Final destination (`BROADCAST`: every node below the origin).
+    pub dst: u16,
+    /// Upper-layer channel (0 is treenet's own).
+    pub channel: u16,
+    /// Reserved, zero.
+    pub flags: u16,
+    /// Message length in bytes (header not included).
+    pub len: u32,
+    /// Sender-chosen id (rendezvous matches grants with it).
+    pub id: u32,
+}
+
+impl MsgHeader {
+    /// Encodes the header.
+    pub fn encode(&self) -> [u8; MSG_HEADER_LEN] {
+        let mut b = [0u8; MSG_HEADER_LEN];
+        b[0..2].copy_from_slice(&self.origin.to_be_bytes());
+        b[2..4].copy_from_slice(&self.dst.to_be_bytes());
+        b[4..6].copy_from_slice(&self.channel.to_be_bytes());
+        b[6..8].copy_from_slice(&self.flags.to_be_bytes());
+        b[8..12].copy_from_slice(&self.len.to_be_bytes());
+        b[12..16].copy_from_slice(&self.id.to_be_bytes());
+        b
+    }
+
+    /// Decodes the header at the start of `b`.
+    pub fn decode(b: &[u8]) -> Option<Self> {
+        let b = b.get(..MSG_HEADER_LEN)?;
+        Some(Self {
+            origin: u16::from_be_bytes([b[0], b[1]]),
+            dst: u16::from_be_bytes([b[2], b[3]]),
+            channel: u16::from_be_bytes([b[4], b[5]]),
+            flags: u16::from_be_bytes([b[6], b[7]]),
+            len: u32::from_be_bytes([b[8], b[9], b[10], b[11]]),
+            id: u32::from_be_bytes([b[12], b[13], b[14], b[15]]),
+        })
+    }
+}
+
+/// Ack frame payload: which frames after the cumulative point arrived.
+///
+/// Bit `i` of `sack` set = frame `next + 1 + i` was received (frame `next`
+/// itself is the hole that stops the cumulative point).
+pub fn encode_ack(sack: u64) -> [u8; 8] {
+    sack.to_be_bytes()
+}
+
+/// Decodes an ack payload (a short payload is a malformed frame).
+pub fn decode_ack(p: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(p.get(..8)?.try_into().ok()?))
+}
+
+/// Node role in a pset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// I/O node: the root of its pset's tree.
+    Ion,
+    /// Compute node.
+    Cn,
+}
+
+/// Most node ids a hello lists as reachable below its sender.
+pub const HELLO_MAX_BELOW: usize = 96;
+
+/// A hello: who the sender is and which nodes it reaches below itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hello {
+    /// Sender's session id, new each time treenet loads.
+    pub epoch: u32,
+    /// The session id the sender last heard from the receiver (0: none).
+    pub peer_epoch: u32,
+    /// Sender's pset.
+    pub pset: u16,
+    /// Sender's role.
+    pub role: Role,
+    /// Hops from the sender to its pset's ION (0 for the ION, 0xff unknown).
+    pub hops: u8,
+    /// Number of valid entries in `below`.
+    pub n_below: u8,
+    /// Nodes the sender relays for (its subtree).
+    pub below: [u16; HELLO_MAX_BELOW],
+}
+
+/// Fixed part of an encoded hello.
+const HELLO_FIXED: usize = 14;
+
+impl Hello {
+    /// Bytes of the encoded hello (fits a 240-byte packet).
+    pub fn encoded_len(&self) -> usize {
+        HELLO_FIXED + 2 * usize::from(self.n_below)
+    }
+
+    /// Encodes into `out` (at least `encoded_len()` bytes); returns the length.
+    pub fn encode(&self, out: &mut [u8]) -> usize {
+        let n = usize::from(self.n_below).min(HELLO_MAX_BELOW);
+        out[0..4].copy_from_slice(&self.epoch.to_be_bytes());
+        out[4..8].copy_from_slice(&self.peer_epoch.to_be_bytes());
+        out[8..10].copy_from_slice(&self.pset.to_be_bytes());
+        out[10] = match self.role {
+            Role::Ion => 1,
+            Role::Cn => 2,
+        };
+        out[11] = self.hops;
+        out[12] = 0;
+        out[13] = n as u8;
+        for (i, id) in self.below[..n].iter().enumerate() {
+            out[HELLO_FIXED + 2 * i..HELLO_FIXED + 2 * i + 2].copy_from_slice(&id.to_be_bytes());
+        }
+        HELLO_FIXED + 2 * n
+    }
+
+    /// Decodes a hello payload.
+    pub fn decode(p: &[u8]) -> Option<Self> {
+        if p.len() < HELLO_FIXED {
+            return None;
+        }
+        let role = match p[10] {
+            1 => Role::Ion,
+            2 => Role::Cn,
+            _ => return None,
+        };
+        let n = usize::from(p[13]);
+        if n > HELLO_MAX_BELOW || p.len() < HELLO_FIXED + 2 * n {
+            return None;
+        }
+        let mut below = [0u16; HELLO_MAX_BELOW];
+        for (i, b) in below[..n].iter_mut().enumerate() {
+            *b = u16::from_be_bytes([p[HELLO_FIXED + 2 * i], p[HELLO_FIXED + 2 * i + 1]]);
+        }
+        Some(Self {
+            epoch: u32::from_be_bytes([p[0], p[1], p[2], p[3]]),
+            peer_epoch: u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
+            pset: u16::from_be_bytes([p[8], p[9]]),
+            role,
+            hops: p[11],
+            n_below: p[13],
+            below,
+        })
+    }
+}

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host tests of treenet's protocol logic: wire format, fragmentation,
+//! reassembly, reliability over a simulated lossy link, rendezvous grants.
+
+use proptest::prelude::*;
+use std::collections::VecDeque;
+use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
+use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
+use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request};
+use zoid_proto::treenet::wire::*;
+
+fn build_frame(h: &FrameHeader, payload: &[u8]) -> Vec<u8> {
+    let mut hdr = [0u8; HEADER_LEN];
+    h.encode(&[payload], &mut hdr);
+    let mut f = hdr.to_vec();
+    f.extend_from_slice(payload);
+    f
+}
+
+#[test]
+fn header_is_zoid_sized_and_round_trips() {
+    let h = FrameHeader::data(3, 0, Lane::Bulk, 0xdead_beef, FLAG_FIRST | FLAG_LAST);
+    let f = build_frame(&h, &[7u8; ZOID_PACKET_PAYLOAD]);
+    assert_eq!(f.len(), 256, "a 240-byte packet is a 256-byte tree packet");
+    let (back, payload) = parse(&f, ZOID_PACKET_PAYLOAD).unwrap();
+    assert_eq!(back, h);
+    assert_eq!(payload, &[7u8; 240][..]);
+}
+
+#[test]
+fn padding_after_the_payload_is_ignored() {
+    let h = FrameHeader::ack(1, 2, Lane::Control, 5);
+    let mut f = build_frame(&h, &encode_ack(0b101));
+    f.resize(60, 0); // Ethernet minimum frame padding
+    let (back, p) = parse(&f, 1500).unwrap();
+    assert_eq!(back, h);
+    assert_eq!(decode_ack(p), Some(0b101));
+}
+
+#[test]
+fn bad_frames_are_refused_by_reason() {
+    let h = FrameHeader::data(1, 0, Lane::Control, 9, FLAG_FIRST);
+    let f = build_frame(&h, b"hello world, this is a payload");
+    assert_eq!(parse(&f[..10], 1500), Err(FrameError::Truncated));
+    assert_eq!(parse(&f[..f.len() - 1], 1500), Err(FrameError::Truncated));
+    assert_eq!(parse(&f, 8), Err(FrameError::Oversized));
+    let mut v = f.clone();
+    v[0] = 2;
+    assert_eq!(parse(&v, 1500), Err(FrameError::BadVersion));
+    let mut c = f.clone();
+    c[20] ^= 0x10;
+    assert_eq!(parse(&c, 1500), Err(FrameError::BadChecksum));
+    // A valid checksum over an unknown kind.
+    let mut k = f.clone();
+    k[1] = 0x90;
+    let mut crc = zoid_proto::crc32c::Crc32c::new();
+    crc.update(&k[..12]);
+    crc.update(&k[16..]);
+    k[12..16].copy_from_slice(&crc.finish().to_be_bytes());
+    assert_eq!(parse(&k, 1500), Err(FrameError::BadKind));
+}
+
+#[test]
+fn hello_round_trips_and_fits_a_zoid_packet() {
+    let mut below = [0u16; HELLO_MAX_BELOW];
+    for (i, b) in below.iter_mut().enumerate() {
+        *b = i as u16 + 100;
+    }
+    let h = Hello {
+        epoch: 0x1234_5678,
+        peer_epoch: 9,
+        pset: 2,
+        role: Role::Cn,
+        hops: 1,
+        n_below: HELLO_MAX_BELOW as u8,
+        below,
+    };
+    let mut buf = [0u8; 256];
+    let n = h.encode(&mut buf);
+    assert!(n <= ZOID_PACKET_PAYLOAD);
+    assert_eq!(Hello::decode(&buf[..n]), Some(h));
+    assert_eq!(Hello::decode(&buf[..n - 1]), None);
+}
+
+#[test]
+fn frame_counts_in_both_framing_modes() {
+    assert_eq!(frame_count(0, 240), 1);
+    assert_eq!(frame_count(224, 240), 1);
+    assert_eq!(frame_count(225, 240), 2);
+    assert_eq!(frame_count(4 * 1024 * 1024 + 1024, 240), 17481);
+    assert_eq!(frame_count(4 * 1024 * 1024 + 1024, 1484), 2828);
+    let last = frame_spec(1, 225, 240).unwrap();
+    assert_eq!((last.offset, last.len, last.flags), (224, 1, FLAG_LAST));
+    assert_eq!(frame_spec(2, 225, 240), None);
+}
+
+/// Splits a message into frame payloads as the sender would.
+fn fragments(msg: &[u8], hdr: MsgHeader, payload: usize) -> Vec<(u8, Vec<u8>)> {
+    (0..frame_count(msg.len(), payload))
+        .map(|i| {
+            let s = frame_spec(i, msg.len(), payload).unwrap();
+            let mut p = Vec::new();
+            if s.flags & FLAG_FIRST != 0 {
+                p.extend_from_slice(&hdr.encode());
+            }
+            p.extend_from_slice(&msg[s.offset..s.offset + s.len]);
+            assert!(p.len() <= payload);
+            (s.flags, p)
+        })
+        .collect()
+}
+
+fn header(len: usize) -> MsgHeader {
+    MsgHeader {
+        origin: 1,
+        dst: 0,
+        channel: 7,
+        flags: 0,
+        len: len as u32,
+        id: 42,
+    }
+}
+
+#[test]
+fn reassembler_refuses_bad_sequences() {
+    let mut r = Reassembler::new();
+    assert_eq!(r.feed(0, b"abc", 100), Err(ReasmError::NoStart));
+    assert_eq!(
+        r.feed(FLAG_FIRST, b"short", 100),
+        Err(ReasmError::BadHeader)
+    );
+    let big = header(101).encode();
+    assert_eq!(r.feed(FLAG_FIRST, &big, 100), Err(ReasmError::TooLong));
+    let mut p = header(2).encode().to_vec();
+    p.extend_from_slice(b"abc");
+    assert_eq!(r.feed(FLAG_FIRST, &p, 100), Err(ReasmError::Overrun));
+    let p = header(4).encode();
+    assert!(r.feed(FLAG_FIRST, &p, 100).is_ok());
+    assert_eq!(r.feed(FLAG_LAST, b"abc", 100), Err(ReasmError::Short));
+    assert!(!r.in_message());
+    assert!(r.feed(FLAG_FIRST, &p, 100).is_ok());
+    assert_eq!(r.feed(FLAG_FIRST, &p, 100), Err(ReasmError::Interrupted));
+}
+
+#[test]
+fn rto_follows_rfc6298_and_backs_off() {
+    let ms = 1_000_000u64;
+    let mut e = RtoEstimator::new(200 * ms, 10 * ms, 2000 * ms);
+    assert_eq!(e.rto(), 200 * ms);
+    e.sample(20 * ms);
+    assert_eq!(e.rto(), 60 * ms); // srtt + 4 * srtt/2
+    for _ in 0..50 {
+        e.sample(20 * ms);
+    }
+    // A steady RTT: the variance decays and the RTO approaches the RTT.
+    assert!(e.rto() >= 20 * ms && e.rto() < 21 * ms, "{}", e.rto());
+    let steady = e.rto();
+    e.backoff();
+    e.backoff();
+    assert_eq!(e.rto(), 4 * steady);
+    let mut low = RtoEstimator::new(200 * ms, 10 * ms, 2000 * ms);
+    low.sample(ms);
+    assert_eq!(low.rto(), 10 * ms); // clamped at the minimum
+    for _ in 0..20 {
+        e.backoff();
+    }
+    assert_eq!(e.rto(), 2000 * ms);
+}
+
+#[test]
+fn receive_window_classifies_and_sacks() {
+    let mut w = RecvWindow::new(u32::MAX - 1, 8);
+    assert_eq!(w.classify(u32::MAX - 1), RxClass::InOrder);
+    assert_eq!(w.classify(u32::MAX - 2), RxClass::Duplicate);
+    assert_eq!(w.classify(2), RxClass::Future); // wraps around
+    assert_eq!(w.classify(6), RxClass::OutOfWindow);
+    w.mark(0);
+    w.mark(2);
+    assert_eq!(w.classify(0), RxClass::Duplicate);
+    assert_eq!(w.sack(), 0b1010);
+    w.advance();
+    assert_eq!(w.pop_ready(), None);
+    w.advance();
+    assert_eq!(w.pop_ready(), Some(0));
+    assert_eq!(w.pop_ready(), None);
+    assert_eq!(w.next_seq(), 1);
+    assert_eq!(w.sack(), 0b1);
+}
+
+#[test]
+fn send_window_ignores_bogus_acks_and_marks_sacked() {
+    let est = RtoEstimator::new(1000, 10, 100_000);
+    let mut s = SendWindow::new(10, 4, est);
+    for t in 0..4 {
+        s.on_send(t);
+    }
+    assert!(!s.can_send());
+    assert!(s.on_ack(20, 0, 5).bogus);
+    assert!(s.on_ack(9, 0, 5).bogus);
+    let out = s.on_ack(11, 0b10, 100); // 10 acked, 13 sacked, 11 and 12 missing
+    assert_eq!((out.acked, out.from), (1, 10));
+    let mut due = Vec::new();
+    // Holes below a sacked frame go out again after `fast_after`.
+    assert!(!s.due(150, 50, |q| due.push(q)));
+    assert_eq!(due, vec![11, 12]);
+    due.clear();
+    assert!(s.due(100_000, 50, |q| due.push(q)));
+    assert_eq!(due, vec![11, 12]);
+}
+
+#[test]
+fn grants_are_fifo_one_per_peer_bounded_by_slots() {
+    let mut g: GrantQueue<8> = GrantQueue::new(2);
+    let r = |peer, id| Request {
+        peer,
+        id,
+        len: 1 << 20,
+    };
+    g.push(r(1, 1)).unwrap();
+    g.push(r(1, 2)).unwrap();
+    g.push(r(2, 1)).unwrap();
+    g.push(r(3, 1)).unwrap();
+    assert_eq!(g.push(r(3, 1)), Err(GrantError::Duplicate));
+    assert_eq!(g.next_grant(), Some(r(1, 1)));
+    // Peer 1 is busy: the far peer 2 is next, not peer 1's second message.
+    assert_eq!(g.next_grant(), Some(r(2, 1)));
+    assert_eq!(g.next_grant(), None); // both slots in use
+    assert!(g.complete(1, 1));
+    assert_eq!(g.next_grant(), Some(r(1, 2)));
+    g.forget_peer(2);
+    assert_eq!(g.next_grant(), Some(r(3, 1)));
+    assert_eq!(g.waiting(), 0);
+    for i in 0..8 {
+        g.push(r(9, i)).unwrap();
+    }
+    assert_eq!(g.push(r(9, 99)), Err(GrantError::Full));
+}
+
+/// A frame in flight on the simulated link.
+#[derive(Clone)]
+struct Wire {
+    seq: u32,
+    flags: u8,
+    payload: Vec<u8>,
+}
+
+/// Moves messages over one lane with the given loss/dup/reorder rates
+/// (per mille) and checks they arrive intact and in order.
+fn run_lossy_lane(
+    msgs: &[Vec<u8>],
+    payload: usize,
+    window: usize,
+    drop: u32,
+    dup: u32,
+    reorder: u32,
+    seed: u64,
+) -> Vec<Vec<u8>> {
+    let mut rng = seed | 1;
+    let mut rand = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % 1000) as u32
+    };
+    let mut frames: VecDeque<(u8, Vec<u8>)> = VecDeque::new();
+    for (i, m) in msgs.iter().enumerate() {
+        let mut h = header(m.len());
+        h.id = i as u32;
+        frames.extend(fragments(m, h, payload));
+    }
+    let total = frames.len();
+    let est = RtoEstimator::new(50, 20, 400);
+    let mut tx = SendWindow::new(0xffff_fff0, window, est);
+    let mut sent: Vec<(u8, Vec<u8>)> = Vec::new(); // indexed by seq - start
+    let start = tx.base();
+    let mut rx = RecvWindow::new(start, window);
+    let mut buffered: std::collections::HashMap<u32, Wire> = Default::default();
+    let mut reasm = Reassembler::new();
+    let mut out = Vec::new();
+    let mut cur: Vec<u8> = Vec::new();
+    let mut to_rx: VecDeque<Wire> = VecDeque::new();
+    let mut now = 0u64;
+    let deliver = |w: &Wire, reasm: &mut Reassembler, cur: &mut Vec<u8>, out: &mut Vec<Vec<u8>>| {
+        let step = reasm
+            .feed(w.flags, &w.payload, 1 << 24)
+            .expect("in-order frames reassemble");
+        if let Some(h) = step.start {
+            *cur = vec![0; h.len as usize];
+        }
+        cur[step.offset..step.offset + step.data.len()].copy_from_slice(step.data);
+        if step.complete {
+            out.push(std::mem::take(cur));
+        }
+    };
+    let mut steps = 0;
+    while out.len() < msgs.len() {
+        steps += 1;
+        assert!(steps < 1_000_000, "no progress");
+        now += 1;
+        // Sender: new frames while the window allows, then retransmissions.
+        let mut emit = |w: Wire, to_rx: &mut VecDeque<Wire>| {
+            let r = rand();
+            if r < drop {
+                return;
+            }
+            if r < drop + dup {
+                to_rx.push_back(w.clone());
+            }
+            if rand() < reorder && !to_rx.is_empty() {
+                to_rx.insert(to_rx.len() - 1, w);
+            } else {
+                to_rx.push_back(w);
+            }
+        };
+        while tx.can_send() && sent.len() < total {
+            let (flags, p) = frames[sent.len()].clone();
+            let seq = tx.on_send(now);
+            sent.push((flags, p.clone()));
+            emit(
+                Wire {
+                    seq,
+                    flags,
+                    payload: p,
+                },
+                &mut to_rx,
+            );
+        }
+        let mut due = Vec::new();
+        if tx.due(now, 10, |s| due.push(s)) {
+            tx.rto.backoff();
+        }
+        for s in due {
+            tx.on_retransmit(s, now);
+            let (flags, p) = sent[s.wrapping_sub(start) as usize].clone();
+            emit(
+                Wire {
+                    seq: s,
+                    flags,
+                    payload: p,
+                },
+                &mut to_rx,
+            );
+        }
+        // Receiver: consume what arrived, ack once per step (acks are lossy too).
+        let mut got_any = false;
+        while let Some(w) = to_rx.pop_front() {
+            got_any = true;
+            match rx.classify(w.seq) {
+                RxClass::InOrder => {
+                    deliver(&w, &mut reasm, &mut cur, &mut out);
+                    rx.advance();
+                    while let Some(s) = rx.pop_ready() {
+                        let b = buffered.remove(&s).unwrap();
+                        deliver(&b, &mut reasm, &mut cur, &mut out);
+                    }
+                }
+                RxClass::Future => {
+                    rx.mark(w.seq);
+                    buffered.insert(w.seq, w);
+                }
+                RxClass::Duplicate | RxClass::OutOfWindow => {}
+            }
+        }
+        if got_any && rand() >= drop {
+            tx.on_ack(rx.next_seq(), rx.sack(), now + 1);
+        }
+    }
+    assert!(buffered.is_empty() || rx.next_seq() != tx.next_seq());
+    out
+}
+
+#[test]
+fn lossless_lane_delivers_in_order() {
+    let msgs: Vec<Vec<u8>> = (0..20).map(|i| vec![i as u8; i * 97]).collect();
+    assert_eq!(run_lossy_lane(&msgs, 240, 16, 0, 0, 0, 1), msgs);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Whatever the loss, duplication and reordering, every message arrives
+    /// once, intact, in order, in both framing modes.
+    #[test]
+    fn lossy_lane_delivers_every_message_intact(
+        sizes in proptest::collection::vec(0usize..6000, 1..12),
+        large in any::<bool>(),
+        window in 1usize..64,
+        drop in 0u32..300, dup in 0u32..200, reorder in 0u32..300,
+        seed in any::<u64>(),
+    ) {
+        let msgs: Vec<Vec<u8>> = sizes.iter().enumerate()
+            .map(|(i, &n)| (0..n).map(|j| (j * 31 + i * 7) as u8).collect()).collect();
+        let payload = if large { 1484 } else { ZOID_PACKET_PAYLOAD };
+        prop_assert_eq!(run_lossy_lane(&msgs, payload, window, drop, dup, reorder, seed), msgs);
+    }
+
+    /// Fragments cover the message exactly, each fits the frame.
+    #[test]
+    fn fragments_tile_the_message(len in 0usize..100_000, payload in 64usize..9000) {
+        let mut at = 0;
+        for i in 0..frame_count(len, payload) {
+            let s = frame_spec(i, len, payload).unwrap();
+            prop_assert_eq!(s.offset, at);
+            let room = if i == 0 { payload - MSG_HEADER_LEN } else { payload };
+            prop_assert!(s.len <= room);
+            at += s.len;
+        }
+        prop_assert_eq!(at, len);
+    }
+
+    /// The parser never panics and only accepts frames whose checksum holds.
+    #[test]
+    fn parser_survives_garbage(frame in proptest::collection::vec(any::<u8>(), 0..400)) {
+        if let Ok((h, p)) = parse(&frame, 300) {
+            prop_assert_eq!(&build_frame(&h, p)[..HEADER_LEN], &frame[..HEADER_LEN]);
+        }
+    }
+
+    /// The reassembler never panics on arbitrary frame sequences and never
+    /// reports data outside the announced length.
+    #[test]
+    fn reassembler_survives_garbage(
+        frames in proptest::collection::vec((0u8..4, proptest::collection::vec(any::<u8>(), 0..64)), 0..32)
+    ) {
+        let mut r = Reassembler::new();
+        let mut len = 0usize;
+        for (flags, p) in &frames {
+            if let Ok(step) = r.feed(*flags, p, 1000) {
+                if let Some(h) = step.start {
+                    len = h.len as usize;
+                }
+                prop_assert!(step.offset + step.data.len() <= len);
+            }
+        }
+    }
+}
