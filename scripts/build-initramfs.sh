@@ -19,7 +19,8 @@ mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,lib/zoid,zoid/tests,zoid/run,proc,s
 cp "$busybox" "$stage/bin/busybox"
 ln -s busybox "$stage/bin/sh"
 cp "$repo/qemu/guest/init" "$stage/init"
-cp "$repo/qemu/guest/tests/run" "$repo"/qemu/guest/tests/[0-9]*.sh "$stage/zoid/tests/"
+cp "$repo/qemu/guest/tests/run" "$repo/qemu/guest/tests/treenet-up" "$repo/qemu/guest/tests/treenet-lib.sh" \
+  "$repo"/qemu/guest/tests/[0-9]*.sh "$stage/zoid/tests/"
 : > "$stage/lib/zoid/load-order"
 while read -r name dir; do
   cp "$mods/$dir/$name.ko" "$stage/lib/zoid/"

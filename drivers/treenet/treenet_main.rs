@@ -2,16 +2,20 @@
 
 //! treenet: zoid's tree-network driver.
 //!
-//! At this stage treenet owns the node's identity (its `node_id`) and the
-//! suite's base interface: `/sys/kernel/treenet/` and the exported
-//! `treenet_abi_version()` that zoid and ssi check when they load.  The
-//! message transport arrives with the treenet issue.
+//! A reliable, message-oriented transport between the nodes of a pset (one
+//! ION, its CNs) over ordinary netdevices, with its own ethertype.  See
+//! `docs/treenet.md` for the protocol and the kernel API; the pure protocol
+//! logic lives in `rust/zoid_proto/src/treenet/`, the engine in `core.rs`.
+//!
+//! Everything a user touches is under `/sys/kernel/treenet/`: identity
+//! (`node_id`, `role`, `pset`), links (`bind`, `unbind`, `links`,
+//! `peers`), tuning knobs, fault injection, counters (`stats`,
+//! `channels`, `peer_log`) and the self-test driver (`selftest`).
 
+use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
-use kernel::sync::{
-    atomic::{Atomic, Relaxed},
-    Arc,
-};
+use kernel::str::CString;
+use kernel::sync::{atomic::Relaxed, Arc};
 
 #[path = "../../rust/zoid_kernel/mod.rs"]
 mod zoid_kernel;
@@ -19,59 +23,369 @@ mod zoid_kernel;
 #[path = "../../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
 
+mod engine;
+mod selftest;
+
+use crate::engine::Treenet;
+use selftest::SelfTest;
+use zoid_kernel::kthread::KThread;
 use zoid_kernel::sysfs::{self, Attribute, SysfsDir, SysfsWriter};
+use zoid_proto::treenet::wire::{Role, MIN_PACKET_PAYLOAD};
 use zoid_proto::version::SUITE_VERSION;
 
 module! {
-    type: Treenet,
+    type: TreenetModule,
     name: "treenet",
     authors: ["zoid developers"],
     description: "zoid tree network: reliable in-kernel message transport between CNs and IONs",
     license: "GPL",
 }
 
-/// The node's treenet state, shared with its sysfs files.
-struct TreenetState {
-    /// This node's id in its pset (set by the admin or the pset harness).
-    node_id: Atomic<u32>,
+// Module parameters live in the C shim (string parameters).
+extern "C" {
+    fn treenet_param_devices() -> *const c_char;
+    fn treenet_param_node_id() -> c_int;
+    fn treenet_param_role() -> *const c_char;
+    fn treenet_param_pset() -> c_int;
 }
 
-fn show_node_id(s: &TreenetState, w: &mut SysfsWriter<'_>) -> Result {
-    writeln!(w, "{}", s.node_id.load(Relaxed))
+/// What the sysfs files act on.
+struct Ctx {
+    net: Arc<Treenet>,
+    selftest: Arc<SelfTest>,
 }
 
-fn store_node_id(s: &TreenetState, input: &[u8]) -> Result {
-    let id = u32::try_from(sysfs::parse_u64(input)?).map_err(|_| ERANGE)?;
-    s.node_id.store(id, Relaxed);
+fn show_node_id(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.identity().0)
+}
+
+fn store_node_id(c: &Ctx, input: &[u8]) -> Result {
+    let id = u16::try_from(sysfs::parse_u64(input)?).map_err(|_| EINVAL)?;
+    if id == zoid_proto::treenet::wire::BROADCAST {
+        return Err(EINVAL);
+    }
+    c.net.set_identity(Some(id), None, None);
     Ok(())
 }
 
-static ATTRS: [Attribute<TreenetState>; 2] = [
-    Attribute::ro(c"version", zoid_kernel::suite::show_version),
-    Attribute::rw(c"node_id", show_node_id, store_node_id),
-];
-
-/// The loaded module.
-struct Treenet {
-    _sysfs: SysfsDir<TreenetState>,
-}
-
-impl kernel::Module for Treenet {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        let state = Arc::new(
-            TreenetState {
-                node_id: Atomic::new(0),
-            },
-            GFP_KERNEL,
-        )?;
-        let sysfs = SysfsDir::new(c"treenet", state, &ATTRS)?;
-        pr_info!("treenet {SUITE_VERSION} loaded\n");
-        Ok(Self { _sysfs: sysfs })
+fn parse_role(input: &[u8]) -> Result<Role> {
+    match core::str::from_utf8(input).map_err(|_| EINVAL)?.trim() {
+        "ion" => Ok(Role::Ion),
+        "cn" => Ok(Role::Cn),
+        _ => Err(EINVAL),
     }
 }
 
-impl Drop for Treenet {
+fn show_role(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", if c.net.identity().1 == Role::Ion { "ion" } else { "cn" })
+}
+
+fn store_role(c: &Ctx, input: &[u8]) -> Result {
+    c.net.set_identity(None, Some(parse_role(input)?), None);
+    Ok(())
+}
+
+fn show_pset(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.identity().2)
+}
+
+fn store_pset(c: &Ctx, input: &[u8]) -> Result {
+    let p = u16::try_from(sysfs::parse_u64(input)?).map_err(|_| EINVAL)?;
+    c.net.set_identity(None, None, Some(p));
+    Ok(())
+}
+
+/// A device name written by a user, as a C string.
+fn ifname(input: &[u8]) -> Result<CString> {
+    let name = core::str::from_utf8(input).map_err(|_| EINVAL)?.trim();
+    if name.is_empty() || name.len() >= 16 || name.contains(|ch: char| ch == '/' || ch.is_whitespace()) {
+        return Err(EINVAL);
+    }
+    CString::try_from_fmt(fmt!("{name}"))
+}
+
+fn show_links(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let mut r = Ok(());
+    c.net.for_each_link(|name, mtu, up| {
+        if r.is_ok() {
+            r = writeln!(w, "{} mtu={} {}", name.to_str().unwrap_or("?"), mtu, if up { "up" } else { "down" });
+        }
+    });
+    r
+}
+
+fn store_bind(c: &Ctx, input: &[u8]) -> Result {
+    c.net.bind(&ifname(input)?)
+}
+
+fn store_unbind(c: &Ctx, input: &[u8]) -> Result {
+    c.net.unbind(&ifname(input)?)
+}
+
+fn show_peers(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "node link role hops state silent_ms rto_us queued_bytes below")?;
+    let mut r = Ok(());
+    c.net.for_each_peer(|p| {
+        if r.is_ok() {
+            r = writeln!(
+                w,
+                "{} {} {} {} {} {} {} {} {}",
+                p.node,
+                p.link,
+                if p.role == Role::Ion { "ion" } else { "cn" },
+                p.hops,
+                if p.up { "up" } else { "down" },
+                p.silent_ms,
+                p.rto_us,
+                p.queued_bytes,
+                p.below
+            );
+        }
+    });
+    r
+}
+
+fn show_peer_log(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let mut r = Ok(());
+    c.net.for_each_peer_log(|node, up, silent_ms| {
+        if r.is_ok() {
+            r = writeln!(w, "{} {} silent_ms={}", if up { "up" } else { "down" }, node, silent_ms);
+        }
+    });
+    r
+}
+
+fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let mut r = Ok(());
+    c.net.stats.each(|name, v| {
+        if r.is_ok() {
+            r = writeln!(w, "{name} {v}");
+        }
+    });
+    let (rx_overflow, tx_refused) = c.net.link_drops();
+    r?;
+    writeln!(w, "drop_rx_queue_full {rx_overflow}")?;
+    writeln!(w, "device_tx_refused {tx_refused}")
+}
+
+fn show_channels(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "channel registered msgs_sent bytes_sent msgs_received bytes_received")?;
+    let mut r = Ok(());
+    c.net.channel_stats(|id, s, registered| {
+        if r.is_ok() {
+            r = writeln!(
+                w,
+                "{id} {} {} {} {} {}",
+                u8::from(registered),
+                s.msgs_sent,
+                s.bytes_sent,
+                s.msgs_received,
+                s.bytes_received
+            );
+        }
+    });
+    r
+}
+
+fn show_selftest(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let mut r = Ok(());
+    c.selftest.last_result(|b| {
+        r = writeln!(w, "{}", core::str::from_utf8(b).unwrap_or("?"));
+    });
+    r
+}
+
+fn store_selftest(c: &Ctx, input: &[u8]) -> Result {
+    c.selftest.run(input)
+}
+
+fn show_selftest_events(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let (ok, bad) = c.selftest.received();
+    writeln!(w, "received_ok {ok}")?;
+    writeln!(w, "received_bad {bad}")?;
+    let mut r = Ok(());
+    c.selftest.for_each_event(|node, up| {
+        if r.is_ok() {
+            r = writeln!(w, "{} {}", if up { "up" } else { "down" }, node);
+        }
+    });
+    r
+}
+
+/// A numeric knob: `$show`/`$store` for `knobs.$field` within `$lo..=$hi`.
+macro_rules! knob {
+    ($show:ident, $store:ident, $field:ident, $lo:expr, $hi:expr) => {
+        fn $show(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+            writeln!(w, "{}", c.net.knobs.$field.load(Relaxed))
+        }
+        fn $store(c: &Ctx, input: &[u8]) -> Result {
+            let v = sysfs::parse_u64(input)?;
+            if !($lo..=$hi).contains(&v) {
+                return Err(EINVAL);
+            }
+            c.net.knobs.$field.store(v as u32, Relaxed);
+            c.net.kick();
+            Ok(())
+        }
+    };
+}
+
+knob!(show_ack_threshold, store_ack_threshold, ack_threshold, 0, 1_000_000);
+knob!(show_window, store_window, window, 1, 128);
+knob!(show_peer_timeout, store_peer_timeout, peer_timeout_ms, 100, 3_600_000);
+knob!(show_max_msg, store_max_msg, max_msg_size, 16, engine::MAX_MSG_LIMIT as u64);
+knob!(show_grant_slots, store_grant_slots, grant_slots, 1, 64);
+knob!(show_drop_ppm, store_drop_ppm, drop_ppm, 0, 1_000_000);
+knob!(show_dup_ppm, store_dup_ppm, dup_ppm, 0, 1_000_000);
+knob!(show_reorder_ppm, store_reorder_ppm, reorder_ppm, 0, 1_000_000);
+
+fn show_packet_size(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.knobs.packet_size.load(Relaxed))
+}
+
+/// 0 (largest the link MTU allows), or 64..65519 payload bytes per frame.
+fn store_packet_size(c: &Ctx, input: &[u8]) -> Result {
+    let v = sysfs::parse_u64(input)?;
+    if v != 0 && !(MIN_PACKET_PAYLOAD as u64..=65519).contains(&v) {
+        return Err(EINVAL);
+    }
+    c.net.knobs.packet_size.store(v as u32, Relaxed);
+    Ok(())
+}
+
+fn show_rto_min(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.knobs.rto_min_ms.load(Relaxed))
+}
+
+fn store_rto_min(c: &Ctx, input: &[u8]) -> Result {
+    let v = sysfs::parse_u64(input)?;
+    if v == 0 || v > u64::from(c.net.knobs.rto_max_ms.load(Relaxed)) {
+        return Err(EINVAL);
+    }
+    c.net.knobs.rto_min_ms.store(v as u32, Relaxed);
+    Ok(())
+}
+
+fn show_rto_max(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.knobs.rto_max_ms.load(Relaxed))
+}
+
+fn store_rto_max(c: &Ctx, input: &[u8]) -> Result {
+    let v = sysfs::parse_u64(input)?;
+    if v > 600_000 || v < u64::from(c.net.knobs.rto_min_ms.load(Relaxed)) {
+        return Err(EINVAL);
+    }
+    c.net.knobs.rto_max_ms.store(v as u32, Relaxed);
+    Ok(())
+}
+
+fn show_version(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{SUITE_VERSION}")
+}
+
+fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
+    Ok(())
+}
+
+static ATTRS: [Attribute<Ctx>; 26] = [
+    Attribute::ro(c"version", show_version),
+    Attribute::rw(c"node_id", show_node_id, store_node_id),
+    Attribute::rw(c"role", show_role, store_role),
+    Attribute::rw(c"pset", show_pset, store_pset),
+    Attribute::rw(c"bind", show_links, store_bind),
+    Attribute::rw(c"unbind", show_nothing, store_unbind),
+    Attribute::ro(c"links", show_links),
+    Attribute::ro(c"peers", show_peers),
+    Attribute::ro(c"peer_log", show_peer_log),
+    Attribute::ro(c"stats", show_stats),
+    Attribute::ro(c"channels", show_channels),
+    Attribute::rw(c"packet_size", show_packet_size, store_packet_size),
+    Attribute::rw(c"ack_threshold", show_ack_threshold, store_ack_threshold),
+    Attribute::rw(c"window", show_window, store_window),
+    Attribute::rw(c"rto_min_ms", show_rto_min, store_rto_min),
+    Attribute::rw(c"rto_max_ms", show_rto_max, store_rto_max),
+    Attribute::rw(c"peer_timeout_ms", show_peer_timeout, store_peer_timeout),
+    Attribute::rw(c"max_msg_size", show_max_msg, store_max_msg),
+    Attribute::rw(c"grant_slots", show_grant_slots, store_grant_slots),
+    Attribute::rw(c"drop_ppm", show_drop_ppm, store_drop_ppm),
+    Attribute::rw(c"dup_ppm", show_dup_ppm, store_dup_ppm),
+    Attribute::rw(c"reorder_ppm", show_reorder_ppm, store_reorder_ppm),
+    Attribute::rw(c"selftest", show_selftest, store_selftest),
+    Attribute::ro(c"selftest_events", show_selftest_events),
+    Attribute::ro(c"max_window", show_max_window),
+    Attribute::ro(c"ethertype", show_ethertype),
+];
+
+fn show_max_window(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", zoid_proto::treenet::arq::MAX_WINDOW)
+}
+
+fn show_ethertype(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{:#06x}", zoid_proto::treenet::wire::ETHERTYPE)
+}
+
+/// The loaded module.
+struct TreenetModule {
+    sysfs: Option<SysfsDir<Ctx>>,
+    selftest: Arc<SelfTest>,
+    engine: Option<KThread<Treenet>>,
+    net: Arc<Treenet>,
+}
+
+/// A C string parameter as bytes (empty when unset).
+fn param_str(p: *const c_char) -> &'static [u8] {
+    if p.is_null() {
+        return b"";
+    }
+    // SAFETY: module parameters are NUL-terminated strings that live as
+    // long as the module.
+    unsafe { CStr::from_char_ptr(p) }.to_bytes()
+}
+
+impl kernel::Module for TreenetModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: the accessors read module parameters set before init.
+        let (node_id, role, pset) = unsafe {
+            (treenet_param_node_id(), treenet_param_role(), treenet_param_pset())
+        };
+        let role = match param_str(role) {
+            b"" => Role::Cn,
+            r => parse_role(r)?,
+        };
+        let node_id = u16::try_from(node_id.max(0)).map_err(|_| EINVAL)?;
+        let net = Treenet::new(node_id, role)?;
+        if pset != 0 {
+            net.set_identity(None, None, Some(u16::try_from(pset).map_err(|_| EINVAL)?));
+        }
+        let engine = KThread::spawn(c"treenet", net.clone())?;
+        let selftest = SelfTest::register(net.clone())?;
+        let mut this = Self {
+            sysfs: None,
+            selftest: selftest.clone(),
+            engine: Some(engine),
+            net: net.clone(),
+        };
+        // SAFETY: as above.
+        let devices = param_str(unsafe { treenet_param_devices() });
+        for dev in devices.split(|&b| b == b',').filter(|d| !d.is_empty()) {
+            if let Err(e) = net.bind(&ifname(dev)?) {
+                pr_err!("treenet: cannot bind {}: {e:?}\n", core::str::from_utf8(dev).unwrap_or("?"));
+                return Err(e);
+            }
+        }
+        this.sysfs = Some(SysfsDir::new(c"treenet", Arc::new(Ctx { net, selftest }, GFP_KERNEL)?, &ATTRS)?);
+        pr_info!("treenet {SUITE_VERSION} loaded (node {node_id})\n");
+        Ok(this)
+    }
+}
+
+impl Drop for TreenetModule {
     fn drop(&mut self) {
+        // No new commands, then no upper layers, no links, no engine.
+        self.sysfs = None;
+        self.selftest.unregister();
+        self.net.unbind_all();
+        self.engine = None;
         pr_info!("treenet unloaded\n");
     }
 }
@@ -138,20 +452,47 @@ mod zoid_kernel_tests {
 mod tests {
     use super::*;
 
-    #[test]
-    fn node_id_knob_accepts_u32_and_refuses_the_rest() {
-        let s = TreenetState {
-            node_id: Atomic::new(0),
-        };
-        assert_eq!(store_node_id(&s, b"7\n"), Ok(()));
-        assert_eq!(s.node_id.load(Relaxed), 7);
-        assert_eq!(store_node_id(&s, b"4294967296"), Err(ERANGE));
-        assert_eq!(store_node_id(&s, b"seven"), Err(EINVAL));
-        assert_eq!(s.node_id.load(Relaxed), 7);
+    fn ctx() -> Result<Ctx> {
+        let net = Treenet::new(0, Role::Cn)?;
+        let selftest = SelfTest::register(net.clone())?;
+        Ok(Ctx { net, selftest })
+    }
 
+    #[test]
+    fn identity_knobs_accept_valid_values_only() -> Result {
+        let c = ctx()?;
+        assert_eq!(store_node_id(&c, b"7\n"), Ok(()));
+        assert_eq!(store_node_id(&c, b"65535"), Err(EINVAL));
+        assert_eq!(store_node_id(&c, b"seven"), Err(EINVAL));
+        assert_eq!(c.net.identity().0, 7);
+        assert_eq!(store_role(&c, b"ion\n"), Ok(()));
+        assert_eq!(store_role(&c, b"boss"), Err(EINVAL));
+        assert!(c.net.identity().1 == Role::Ion);
         let mut page = [0u8; 16];
         let mut w = SysfsWriter::new(&mut page);
-        assert_eq!(show_node_id(&s, &mut w), Ok(()));
+        assert_eq!(show_node_id(&c, &mut w), Ok(()));
         assert_eq!(w.as_bytes(), b"7\n");
+        c.selftest.unregister();
+        Ok(())
+    }
+
+    #[test]
+    fn bad_knob_values_change_nothing() -> Result {
+        let c = ctx()?;
+        assert_eq!(store_packet_size(&c, b"240"), Ok(()));
+        assert_eq!(store_packet_size(&c, b"10"), Err(EINVAL));
+        assert_eq!(store_packet_size(&c, b"100000"), Err(EINVAL));
+        assert_eq!(c.net.knobs.packet_size.load(Relaxed), 240);
+        assert_eq!(store_window(&c, b"0"), Err(EINVAL));
+        assert_eq!(store_window(&c, b"129"), Err(EINVAL));
+        assert_eq!(store_drop_ppm(&c, b"1000001"), Err(EINVAL));
+        assert_eq!(store_rto_min(&c, b"999999"), Err(EINVAL));
+        assert_eq!(store_rto_max(&c, b"1"), Err(EINVAL));
+        assert_eq!(store_bind(&c, b"no/such"), Err(EINVAL));
+        assert_eq!(store_bind(&c, b"nosuchdev0"), Err(ENODEV));
+        assert_eq!(c.selftest.run(b"launch rockets"), Err(EINVAL));
+        assert_eq!(c.selftest.run(b"send 1 10"), Err(EINVAL));
+        c.selftest.unregister();
+        Ok(())
     }
 }

@@ -1,14 +1,44 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * treenet C shim: exports treenet's cross-module interface.
+ * treenet C shim: what has no Rust binding in 7.3.
  *
- * zoid modules cross .ko boundaries through C-ABI functions: the provider
- * defines them in Rust (#[no_mangle] extern "C") and exports them here; a
- * consumer declares them in the provider's abi.rs and links through
- * KBUILD_EXTRA_SYMBOLS.  See docs/architecture.md.
+ * - the shared netdevice and kthread shims of rust/zoid_kernel (included
+ *   here, module-local);
+ * - string module parameters (`devices=eth0,eth1 node_id=3 role=cn pset=0`);
+ * - exports of treenet's cross-module interface.  zoid modules cross .ko
+ *   boundaries through C-ABI functions: the provider defines them in Rust
+ *   (#[no_mangle] extern "C") and exports them here; a consumer declares
+ *   them in the provider's abi.rs and links through KBUILD_EXTRA_SYMBOLS.
+ *   See docs/architecture.md and docs/treenet.md.
  */
 #include <linux/export.h>
+#include <linux/moduleparam.h>
 #include <linux/types.h>
+
+#include "../../rust/zoid_kernel/shim/all.c"
+
+static char *devices = "";
+module_param(devices, charp, 0444);
+MODULE_PARM_DESC(devices, "Comma-separated netdevices to bind at load (or \"loopback\")");
+static int node_id;
+module_param(node_id, int, 0444);
+MODULE_PARM_DESC(node_id, "This node's id in its pset (also /sys/kernel/treenet/node_id)");
+static char *role = "";
+module_param(role, charp, 0444);
+MODULE_PARM_DESC(role, "ion or cn (default cn)");
+static int pset;
+module_param(pset, int, 0444);
+MODULE_PARM_DESC(pset, "pset number (nodes of other psets are ignored)");
+
+const char *treenet_param_devices(void);
+int treenet_param_node_id(void);
+const char *treenet_param_role(void);
+int treenet_param_pset(void);
+
+const char *treenet_param_devices(void) { return devices; }
+int treenet_param_node_id(void) { return node_id; }
+const char *treenet_param_role(void) { return role; }
+int treenet_param_pset(void) { return pset; }
 
 u64 treenet_abi_version(void);
 EXPORT_SYMBOL_GPL(treenet_abi_version);

@@ -20,5 +20,9 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod kthread;
+pub(crate) mod msgbuf;
+pub(crate) mod netlink;
 pub(crate) mod suite;
 pub(crate) mod sysfs;
+pub(crate) mod time;

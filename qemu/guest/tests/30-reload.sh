@@ -7,6 +7,16 @@ for m in $reverse; do rmmod "$m"; done
 for m in $order; do
   [ ! -e /sys/kernel/$m ] || { echo "/sys/kernel/$m left behind"; exit 1; }
 done
-for m in $order; do insmod /lib/zoid/$m.ko; done
-echo "$ZOID_NODE_ID" > /sys/kernel/treenet/node_id
+# treenet comes back through its module parameters this time.
+devs=$(ls /sys/class/net | grep -v '^lo$' | tr '\n' ',' | sed 's/,$//')
+for m in $order; do
+  if [ "$m" = treenet ]; then
+    insmod /lib/zoid/treenet.ko node_id="$ZOID_NODE_ID" role="$ZOID_ROLE" devices="$devs"
+  else
+    insmod /lib/zoid/$m.ko
+  fi
+done
+[ "$(cat /sys/kernel/treenet/node_id)" = "$ZOID_NODE_ID" ]
+[ "$(cat /sys/kernel/treenet/role)" = "$ZOID_ROLE" ]
+[ "$(grep -c mtu= /sys/kernel/treenet/links)" = "$(echo "$devs" | tr ',' '\n' | grep -c .)" ]
 for m in $order; do [ -r /sys/kernel/$m/version ]; done

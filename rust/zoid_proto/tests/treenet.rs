@@ -280,7 +280,7 @@ fn run_lossy_lane(
     let mut out = Vec::new();
     let mut cur: Vec<u8> = Vec::new();
     let mut to_rx: VecDeque<Wire> = VecDeque::new();
-    let mut now = 0u64;
+    let mut now = 0u32;
     let deliver = |w: &Wire, reasm: &mut Reassembler, cur: &mut Vec<u8>, out: &mut Vec<Vec<u8>>| {
         let step = reasm
             .feed(w.flags, &w.payload, 1 << 24)

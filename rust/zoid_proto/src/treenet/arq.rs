@@ -3,11 +3,14 @@
 //! Reliability of one lane between two neighbours: sequence numbers,
 //! cumulative + selective acknowledgement, retransmission timeouts with
 //! RTT estimation (RFC 6298, Karn's rule), duplicate suppression, a bounded
-//! window.  Pure bookkeeping: the caller owns the frames and the clock
-//! (nanoseconds, monotonic).
+//! window.  Pure bookkeeping: the caller owns the frames and the clock.
+//!
+//! Time is a wrapping `u32` in microseconds (ages up to 35 minutes are
+//! exact), which keeps a lane's state small: it is created at run time in a
+//! kernel thread, on a stack of 8 KiB on ppc32.
 
 /// Largest window (frames in flight per lane) treenet supports.
-pub const MAX_WINDOW: usize = 256;
+pub const MAX_WINDOW: usize = 128;
 const RING: usize = MAX_WINDOW;
 
 /// Signed distance from `b` to `a` in sequence space.
@@ -15,14 +18,10 @@ fn seq_diff(a: u32, b: u32) -> i64 {
     i64::from(a.wrapping_sub(b) as i32)
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-struct Slot {
-    sent_at: u64,
-    retransmitted: bool,
-    sacked: bool,
-}
+const RETRANSMITTED: u8 = 1;
+const SACKED: u8 = 2;
 
-/// RTO estimation (RFC 6298), in nanoseconds.
+/// RTO estimation (RFC 6298), in microseconds.
 #[derive(Clone, Copy, Debug)]
 pub struct RtoEstimator {
     srtt: u64,
@@ -103,7 +102,8 @@ pub struct SendWindow {
     base: u32,
     next: u32,
     window: usize,
-    slots: [Slot; RING],
+    sent_at: [u32; RING],
+    flags: [u8; RING],
     /// RTO estimation of this lane.
     pub rto: RtoEstimator,
 }
@@ -115,7 +115,8 @@ impl SendWindow {
             base: seq,
             next: seq,
             window: window.clamp(1, MAX_WINDOW),
-            slots: [Slot::default(); RING],
+            sent_at: [0; RING],
+            flags: [0; RING],
             rto,
         }
     }
@@ -146,27 +147,31 @@ impl SendWindow {
     }
 
     /// Records the transmission of a new frame; returns its sequence number.
-    pub fn on_send(&mut self, now: u64) -> u32 {
+    pub fn on_send(&mut self, now: u32) -> u32 {
         let seq = self.next;
-        self.slots[seq as usize % RING] = Slot {
-            sent_at: now,
-            retransmitted: false,
-            sacked: false,
-        };
+        self.sent_at[seq as usize % RING] = now;
+        self.flags[seq as usize % RING] = 0;
         self.next = self.next.wrapping_add(1);
         seq
     }
 
     /// Records the retransmission of `seq`.
-    pub fn on_retransmit(&mut self, seq: u32, now: u64) {
-        let s = &mut self.slots[seq as usize % RING];
-        s.sent_at = now;
-        s.retransmitted = true;
+    pub fn on_retransmit(&mut self, seq: u32, now: u32) {
+        self.sent_at[seq as usize % RING] = now;
+        self.flags[seq as usize % RING] |= RETRANSMITTED;
+    }
+
+    fn age(&self, seq: u32, now: u32) -> u64 {
+        u64::from(now.wrapping_sub(self.sent_at[seq as usize % RING]))
+    }
+
+    fn is(&self, seq: u32, flag: u8) -> bool {
+        self.flags[seq as usize % RING] & flag != 0
     }
 
     /// Processes an ack: `next` is the receiver's next expected sequence
     /// number, bit `i` of `sack` says `next + 1 + i` arrived.
-    pub fn on_ack(&mut self, next: u32, sack: u64, now: u64) -> AckOutcome {
+    pub fn on_ack(&mut self, next: u32, sack: u64, now: u32) -> AckOutcome {
         let advance = seq_diff(next, self.base);
         if advance < 0 || seq_diff(next, self.next) > 0 {
             return AckOutcome {
@@ -177,9 +182,9 @@ impl SendWindow {
         let from = self.base;
         // Karn: sample only from a frame sent once; the newest acked one.
         if advance > 0 {
-            let last = self.slots[next.wrapping_sub(1) as usize % RING];
-            if !last.retransmitted {
-                self.rto.sample(now.saturating_sub(last.sent_at));
+            let last = next.wrapping_sub(1);
+            if !self.is(last, RETRANSMITTED) {
+                self.rto.sample(self.age(last, now));
             }
         }
         self.base = next;
@@ -191,7 +196,7 @@ impl SendWindow {
             if seq_diff(seq, self.next) >= 0 {
                 break;
             }
-            self.slots[seq as usize % RING].sacked = true;
+            self.flags[seq as usize % RING] |= SACKED;
         }
         AckOutcome {
             acked: advance as u32,
@@ -204,23 +209,22 @@ impl SendWindow {
     /// frames older than the RTO, and holes below a selectively acked frame
     /// older than `fast_after` (fast retransmit, at most once per
     /// `fast_after`).  Returns whether an RTO expired (caller backs off).
-    pub fn due(&self, now: u64, fast_after: u64, mut f: impl FnMut(u32)) -> bool {
+    pub fn due(&self, now: u32, fast_after: u64, mut f: impl FnMut(u32)) -> bool {
         let rto = self.rto.rto();
         let mut expired = false;
         // Highest selectively acked frame: holes below it are lost.
         let mut highest_sacked = None;
         let mut seq = self.base;
         while seq != self.next {
-            if self.slots[seq as usize % RING].sacked {
+            if self.is(seq, SACKED) {
                 highest_sacked = Some(seq);
             }
             seq = seq.wrapping_add(1);
         }
         let mut seq = self.base;
         while seq != self.next {
-            let s = self.slots[seq as usize % RING];
-            if !s.sacked {
-                let age = now.saturating_sub(s.sent_at);
+            if !self.is(seq, SACKED) {
+                let age = self.age(seq, now);
                 let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
                 if age >= rto {
                     expired = true;
@@ -234,14 +238,14 @@ impl SendWindow {
         expired
     }
 
-    /// Earliest time a retransmission could become due (for timers).
-    pub fn next_deadline(&self) -> Option<u64> {
+    /// Time until the earliest retransmission could become due, `None`
+    /// when nothing is in flight (for timers).
+    pub fn next_due_in(&self, now: u32) -> Option<u64> {
         let mut seq = self.base;
         let mut earliest: Option<u64> = None;
         while seq != self.next {
-            let s = self.slots[seq as usize % RING];
-            if !s.sacked {
-                let t = s.sent_at.saturating_add(self.rto.rto());
+            if !self.is(seq, SACKED) {
+                let t = self.rto.rto().saturating_sub(self.age(seq, now));
                 earliest = Some(earliest.map_or(t, |e| e.min(t)));
             }
             seq = seq.wrapping_add(1);

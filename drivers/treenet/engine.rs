@@ -1,0 +1,1612 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! treenet's engine: neighbours, lanes, routing, rendezvous, and the one
+//! kernel thread that runs them.
+//!
+//! All protocol state sits in [`Inner`] behind one mutex.  Senders (upper
+//! layers) only queue messages and kick the engine thread; received frames
+//! are queued by the netdevice shim in softirq context and kick it too.  The
+//! thread parses frames, runs the reliability state machines of
+//! `zoid_proto::treenet`, transmits, and calls upper layers' receive
+//! callbacks with the lock dropped.
+
+use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
+use crate::zoid_kernel::msgbuf::MsgBuf;
+use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
+use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, random_u32};
+use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
+use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
+use crate::zoid_proto::treenet::grant::{GrantQueue, Request};
+use crate::zoid_proto::treenet::wire::{
+    self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, Role, BROADCAST, HEADER_LEN,
+    HELLO_MAX_BELOW, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
+};
+use kernel::prelude::*;
+use kernel::sync::{
+    atomic::{Atomic, Relaxed},
+    Arc, CondVar, CondVarTimeoutResult, Mutex,
+};
+use kernel::{new_condvar, new_mutex};
+
+/// treenet's own channel (rendezvous control messages).
+pub(crate) const CHANNEL_TREENET: u16 = 0;
+/// Largest channel id.
+pub(crate) const MAX_CHANNELS: usize = 64;
+/// Largest message size the `max_msg_size` knob accepts.
+pub(crate) const MAX_MSG_LIMIT: usize = 64 << 20;
+/// Loopback link: MTU of the in-memory wire.
+const LOOPBACK_MTU: usize = 1500;
+/// Frames a link may have queued from softirq before dropping.
+const RXQ_LIMIT: u32 = 4096;
+/// Frames handled per engine pass before transmitting (fairness).
+const RX_BUDGET: usize = 512;
+/// Frames sent per engine pass per neighbour.
+const TX_BUDGET: usize = 256;
+/// Grants queue capacity (two requests per neighbour).
+const GRANT_QUEUE: usize = 128;
+
+/// Rendezvous control message types (channel 0).
+const CTL_RTS: u8 = 1;
+const CTL_CTS: u8 = 2;
+const CTL_REJECT: u8 = 3;
+
+/// Tuning knobs (sysfs).  Written by users, read by the engine.
+pub(crate) struct Knobs {
+    /// Payload bytes per frame; 0 = largest the link MTU allows.
+    pub(crate) packet_size: Atomic<u32>,
+    /// Messages of more frames than this use rendezvous; 0 = never.
+    pub(crate) ack_threshold: Atomic<u32>,
+    /// Frames in flight per lane.
+    pub(crate) window: Atomic<u32>,
+    /// Retransmission timeout bounds (ms).
+    pub(crate) rto_min_ms: Atomic<u32>,
+    /// Upper RTO bound (ms).
+    pub(crate) rto_max_ms: Atomic<u32>,
+    /// Silence after which a neighbour is down (ms).
+    pub(crate) peer_timeout_ms: Atomic<u32>,
+    /// Largest message accepted or sent (bytes).
+    pub(crate) max_msg_size: Atomic<u32>,
+    /// Concurrent rendezvous grants this node gives.
+    pub(crate) grant_slots: Atomic<u32>,
+    /// Fault injection on transmit, parts per million.
+    pub(crate) drop_ppm: Atomic<u32>,
+    /// Duplicated frames, parts per million.
+    pub(crate) dup_ppm: Atomic<u32>,
+    /// Reordered frames, parts per million.
+    pub(crate) reorder_ppm: Atomic<u32>,
+}
+
+impl Knobs {
+    fn new() -> Self {
+        Self {
+            packet_size: Atomic::new(0),
+            ack_threshold: Atomic::new(16),
+            window: Atomic::new(64),
+            rto_min_ms: Atomic::new(20),
+            rto_max_ms: Atomic::new(2000),
+            peer_timeout_ms: Atomic::new(5000),
+            max_msg_size: Atomic::new((4 << 20) + 1024),
+            grant_slots: Atomic::new(2),
+            drop_ppm: Atomic::new(0),
+            dup_ppm: Atomic::new(0),
+            reorder_ppm: Atomic::new(0),
+        }
+    }
+}
+
+macro_rules! counters {
+    ($($name:ident: $doc:literal,)*) => {
+        /// treenet's 64-bit counters (sysfs, one file each).
+        pub(crate) struct Stats {
+            $(#[doc = $doc] pub(crate) $name: Atomic<u64>,)*
+        }
+        impl Stats {
+            fn new() -> Self {
+                Self { $($name: Atomic::new(0),)* }
+            }
+            /// Every counter with its name.
+            pub(crate) fn each(&self, mut f: impl FnMut(&'static str, u64)) {
+                $(f(stringify!($name), self.$name.load(Relaxed));)*
+            }
+        }
+    };
+}
+
+counters! {
+    frames_sent: "Frames transmitted (retransmissions included).",
+    frames_received: "Frames received and accepted.",
+    msgs_sent: "Messages handed to treenet by local senders.",
+    msgs_received: "Messages delivered to local channels.",
+    bytes_sent: "Message bytes handed to treenet by local senders.",
+    bytes_received: "Message bytes delivered to local channels.",
+    msgs_forwarded: "Messages relayed for other nodes.",
+    bcast_sent: "Broadcast messages originated here.",
+    bcast_received: "Broadcast messages delivered here.",
+    retransmits: "Frames sent again (timeout or selective-ack hole).",
+    rto_expired: "Retransmission timeouts.",
+    duplicates: "Duplicate frames received (suppressed).",
+    rendezvous_waits: "Large messages that waited for a grant.",
+    grants_given: "Rendezvous grants given to senders.",
+    acks_sent: "Ack frames sent.",
+    hellos_sent: "Hello frames sent.",
+    peer_up: "Neighbours that came up (or restarted).",
+    peer_down: "Neighbours that went silent past peer_timeout_ms.",
+    msgs_failed: "Queued messages dropped because their peer went down.",
+    drop_truncated: "Frames dropped: truncated.",
+    drop_oversized: "Frames dropped: payload over the local limit.",
+    drop_bad_version: "Frames dropped: unknown wire version.",
+    drop_bad_checksum: "Frames dropped: checksum mismatch.",
+    drop_bad_kind: "Frames dropped: unknown frame type.",
+    drop_unknown_node: "Frames dropped: sender is not a known neighbour.",
+    drop_not_for_us: "Frames dropped: addressed to another node.",
+    drop_out_of_window: "Frames dropped: sequence outside the window.",
+    drop_msg_too_long: "Messages dropped: longer than max_msg_size.",
+    drop_reassembly: "Messages dropped: malformed fragment sequence.",
+    drop_no_route: "Messages dropped: destination unreachable.",
+    drop_no_channel: "Messages dropped: no receiver on the channel.",
+    drop_nomem: "Messages dropped: out of memory.",
+    drop_bad_hello: "Hellos dropped: malformed or from another pset.",
+    drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
+    inject_drop: "Frames dropped by fault injection.",
+    inject_dup: "Frames duplicated by fault injection.",
+    inject_reorder: "Frames reordered by fault injection.",
+    tx_errors: "Frames the device refused.",
+}
+
+/// Upper-layer receiver of one channel.
+pub(crate) trait ChannelHandler: Send + Sync {
+    /// A whole message from node `src` on `channel`.  Runs in the engine
+    /// thread with no treenet lock held: it may call [`Treenet::send`]
+    /// (non-blocking) but must not sleep for long.
+    fn receive(&self, channel: u16, src: u16, msg: Arc<MsgBuf>);
+    /// Node `node` became reachable (`up`) or unreachable.
+    fn peer_event(&self, node: u16, up: bool);
+}
+
+/// Per-channel statistics.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ChannelStats {
+    pub(crate) msgs_sent: u64,
+    pub(crate) bytes_sent: u64,
+    pub(crate) msgs_received: u64,
+    pub(crate) bytes_received: u64,
+}
+
+struct Channel {
+    id: u16,
+    handler: Arc<dyn ChannelHandler>,
+}
+
+/// A message queued for one neighbour.
+struct OutMsg {
+    header: MsgHeader,
+    buf: Arc<MsgBuf>,
+    /// Payload bytes per frame (fixed when the message starts).
+    payload: usize,
+    frames: usize,
+    /// Sequence number of frame 0 once started.
+    first_seq: u32,
+    sent: usize,
+}
+
+impl OutMsg {
+    fn charge(&self) -> usize {
+        self.buf.len() + MSG_HEADER_LEN
+    }
+}
+
+struct TxLane {
+    win: SendWindow,
+    /// Messages started or waiting, in order; dropped once fully acked.
+    msgs: KVec<OutMsg>,
+}
+
+struct RxLane {
+    win: RecvWindow,
+    reasm: Reassembler,
+    /// Frames received ahead of the next expected one, by `seq % 128`.
+    ahead: KVec<Option<(u32, u8, KVec<u8>)>>,
+    /// Message being received and its header.
+    current: Option<(MsgHeader, MsgBuf)>,
+    ack_pending: bool,
+}
+
+struct Neighbor {
+    node: u16,
+    link: usize,
+    mac: Mac,
+    epoch: u32,
+    role: Role,
+    hops: u8,
+    below: KVec<u16>,
+    last_rx_ns: u64,
+    up: bool,
+    tx: [TxLane; 2],
+    rx: [RxLane; 2],
+    /// Large messages waiting for a grant (head has a request out).
+    rdv_wait: KVec<OutMsg>,
+    /// Requests sent for these ids, not yet granted.
+    rts_out: u32,
+    /// Granted incoming bulk message (id, buffer allocated in advance).
+    granted: Option<(u32, MsgBuf)>,
+    queued_bytes: usize,
+}
+
+/// One bound link.
+enum Link {
+    Net(NetLink),
+    /// In-memory wire back to this node.
+    Loopback,
+}
+
+impl Link {
+    fn mtu(&self) -> usize {
+        match self {
+            Link::Net(n) => n.mtu(),
+            Link::Loopback => LOOPBACK_MTU,
+        }
+    }
+}
+
+/// Something to tell upper layers once the lock is dropped.
+enum Event {
+    Deliver {
+        channel: u16,
+        src: u16,
+        msg: Arc<MsgBuf>,
+    },
+    Peer {
+        node: u16,
+        up: bool,
+    },
+}
+
+/// The protocol state.
+struct Inner {
+    node_id: u16,
+    role: Role,
+    pset: u16,
+    epoch: u32,
+    links: KVec<Option<Link>>,
+    neighbors: KVec<Neighbor>,
+    channels: KVec<Channel>,
+    chan_stats: KVec<ChannelStats>,
+    grants: KBox<GrantQueue<GRANT_QUEUE>>,
+    next_msg_id: u32,
+    loop_frames: KVec<KVec<u8>>,
+    held: Option<(usize, Mac, KVec<u8>)>,
+    last_hello_ns: u64,
+    hello_now: bool,
+    events: KVec<Event>,
+    /// Recent neighbour transitions: (node, up, silence before it, ms).
+    peer_log: KVec<(u16, bool, u64)>,
+}
+
+/// A treenet instance: what sysfs, the engine thread and upper layers share.
+#[pin_data]
+pub(crate) struct Treenet {
+    pub(crate) knobs: Knobs,
+    pub(crate) stats: Stats,
+    kicker: Arc<Kicker>,
+    #[pin]
+    inner: Mutex<Inner>,
+    /// Notified whenever the engine made progress (blocking senders wait).
+    #[pin]
+    progress: CondVar,
+    /// Held while upper-layer handlers run.
+    #[pin]
+    dispatch: Mutex<()>,
+}
+
+/// A neighbour as `/sys/kernel/treenet/peers` shows it.
+pub(crate) struct PeerInfo {
+    pub(crate) node: u16,
+    pub(crate) link: usize,
+    pub(crate) role: Role,
+    pub(crate) hops: u8,
+    pub(crate) up: bool,
+    pub(crate) silent_ms: u64,
+    pub(crate) rto_us: u64,
+    pub(crate) queued_bytes: usize,
+    pub(crate) below: usize,
+}
+
+fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> Result<TxLane> {
+    Ok(TxLane {
+        win: SendWindow::new(0, win, RtoEstimator::new(200_000, rto_min, rto_max)),
+        msgs: KVec::new(),
+    })
+}
+
+fn lane_rx(win: usize) -> Result<RxLane> {
+    let mut ahead = KVec::with_capacity(128, GFP_KERNEL)?;
+    for _ in 0..128 {
+        ahead.push(None, GFP_KERNEL)?;
+    }
+    Ok(RxLane {
+        win: RecvWindow::new(0, win),
+        reasm: Reassembler::new(),
+        ahead,
+        current: None,
+        ack_pending: false,
+    })
+}
+
+fn now_us() -> u32 {
+    (now_ns() / 1000) as u32
+}
+
+fn count(c: &Atomic<u64>) {
+    c.fetch_add(1, Relaxed);
+}
+
+impl Treenet {
+    /// A treenet instance with no links (bind some with [`Treenet::bind`]).
+    pub(crate) fn new(node_id: u16, role: Role) -> Result<Arc<Self>> {
+        let kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
+        let mut chan_stats = KVec::with_capacity(MAX_CHANNELS, GFP_KERNEL)?;
+        for _ in 0..MAX_CHANNELS {
+            chan_stats.push(ChannelStats::default(), GFP_KERNEL)?;
+        }
+        let inner = Inner {
+            node_id,
+            role,
+            pset: 0,
+            epoch: random_u32() | 1,
+            links: KVec::new(),
+            neighbors: KVec::new(),
+            channels: KVec::new(),
+            chan_stats,
+            grants: KBox::new(GrantQueue::new(2), GFP_KERNEL)?,
+            next_msg_id: random_u32(),
+            loop_frames: KVec::new(),
+            held: None,
+            last_hello_ns: 0,
+            hello_now: true,
+            events: KVec::new(),
+            peer_log: KVec::new(),
+        };
+        Arc::pin_init(
+            try_pin_init!(Self {
+                knobs: Knobs::new(),
+                stats: Stats::new(),
+                kicker,
+                inner <- new_mutex!(inner, "treenet::inner"),
+                progress <- new_condvar!("treenet::progress"),
+                dispatch <- new_mutex!((), "treenet::dispatch"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Wakes the engine.
+    pub(crate) fn kick(&self) {
+        self.kicker.kick();
+    }
+
+    /// This node's id.
+    pub(crate) fn node_id(&self) -> u16 {
+        self.inner.lock().node_id
+    }
+
+    /// Changes this node's id, role or pset (neighbours see it in the next
+    /// hello; sessions restart).
+    pub(crate) fn set_identity(&self, node_id: Option<u16>, role: Option<Role>, pset: Option<u16>) {
+        let mut g = self.inner.lock();
+        if let Some(id) = node_id {
+            g.node_id = id;
+        }
+        if let Some(r) = role {
+            g.role = r;
+        }
+        if let Some(p) = pset {
+            g.pset = p;
+        }
+        g.epoch = random_u32() | 1;
+        g.hello_now = true;
+        drop(g);
+        self.kick();
+    }
+
+    /// Role and pset.
+    pub(crate) fn identity(&self) -> (u16, Role, u16) {
+        let g = self.inner.lock();
+        (g.node_id, g.role, g.pset)
+    }
+
+    /// Binds a netdevice by name, or the loopback wire for `"loopback"`.
+    pub(crate) fn bind(&self, name: &CStr) -> Result {
+        let link = if name.to_bytes() == b"loopback" {
+            Link::Loopback
+        } else {
+            Link::Net(NetLink::open(
+                name,
+                wire::ETHERTYPE,
+                RXQ_LIMIT,
+                self.kicker.clone(),
+            )?)
+        };
+        let mut g = self.inner.lock();
+        let dup = g.links.iter().flatten().any(|l| match (l, &link) {
+            (Link::Loopback, Link::Loopback) => true,
+            (Link::Net(a), Link::Net(b)) => a.ifindex() == b.ifindex(),
+            _ => false,
+        });
+        if dup {
+            return Err(EEXIST);
+        }
+        match g.links.iter().position(|l| l.is_none()) {
+            Some(i) => g.links[i] = Some(link),
+            None => g.links.push(Some(link), GFP_KERNEL)?,
+        }
+        g.hello_now = true;
+        drop(g);
+        self.kick();
+        Ok(())
+    }
+
+    /// Unbinds a link by name (its neighbours go down).
+    pub(crate) fn unbind(&self, name: &CStr) -> Result {
+        let mut g = self.inner.lock();
+        let idx = g
+            .links
+            .iter()
+            .position(|l| match l {
+                Some(Link::Loopback) => name.to_bytes() == b"loopback",
+                Some(Link::Net(n)) => n.name().to_bytes() == name.to_bytes(),
+                None => false,
+            })
+            .ok_or(ENODEV)?;
+        let link = g.links[idx].take();
+        let stats = &self.stats;
+        let mut i = 0;
+        while i < g.neighbors.len() {
+            if g.neighbors[i].link == idx {
+                g.neighbor_down(i, stats);
+                let _ = g.neighbors.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        g.loop_frames.clear();
+        g.held = None;
+        drop(g);
+        // Unregisters the packet handler outside the lock.
+        drop(link);
+        self.flush_events();
+        Ok(())
+    }
+
+    /// Unbinds every link (module unload).
+    pub(crate) fn unbind_all(&self) {
+        loop {
+            let mut name: [u8; 16] = [0; 16];
+            {
+                let g = self.inner.lock();
+                let Some(l) = g.links.iter().flatten().next() else {
+                    break;
+                };
+                let n = match l {
+                    Link::Net(n) => n.name().to_bytes(),
+                    Link::Loopback => b"loopback",
+                };
+                let len = n.len().min(15);
+                name[..len].copy_from_slice(&n[..len]);
+            }
+            let Ok(c) = CStr::from_bytes_until_nul(&name) else {
+                break;
+            };
+            if self.unbind(c).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Recent neighbour transitions, oldest first.
+    pub(crate) fn for_each_peer_log(&self, mut f: impl FnMut(u16, bool, u64)) {
+        for &(n, up, silent) in self.inner.lock().peer_log.iter() {
+            f(n, up, silent);
+        }
+    }
+
+    /// Names of the bound links.
+    pub(crate) fn for_each_link(&self, mut f: impl FnMut(&CStr, usize, bool)) {
+        let g = self.inner.lock();
+        for l in g.links.iter().flatten() {
+            match l {
+                Link::Net(n) => f(n.name(), n.mtu(), n.running()),
+                Link::Loopback => f(c"loopback", LOOPBACK_MTU, true),
+            }
+        }
+    }
+
+    /// Frames the links dropped on receive (queue full) and refused on send.
+    pub(crate) fn link_drops(&self) -> (u64, u64) {
+        let g = self.inner.lock();
+        let mut r = (0, 0);
+        for l in g.links.iter().flatten() {
+            if let Link::Net(n) = l {
+                r.0 += n.rx_overflow();
+                r.1 += n.tx_errors();
+            }
+        }
+        r
+    }
+
+    /// Calls `f` for every neighbour.
+    pub(crate) fn for_each_peer(&self, mut f: impl FnMut(&PeerInfo)) {
+        let g = self.inner.lock();
+        let now = now_ns();
+        for n in g.neighbors.iter() {
+            f(&PeerInfo {
+                node: n.node,
+                link: n.link,
+                role: n.role,
+                hops: n.hops,
+                up: n.up,
+                silent_ms: now.saturating_sub(n.last_rx_ns) / 1_000_000,
+                rto_us: n.tx[0].win.rto.rto(),
+                queued_bytes: n.queued_bytes,
+                below: n.below.len(),
+            });
+        }
+    }
+
+    /// Per-channel statistics.
+    pub(crate) fn channel_stats(&self, mut f: impl FnMut(u16, &ChannelStats, bool)) {
+        let g = self.inner.lock();
+        for (i, s) in g.chan_stats.iter().enumerate() {
+            let registered = g.channels.iter().any(|c| usize::from(c.id) == i);
+            if registered || s.msgs_sent != 0 || s.msgs_received != 0 {
+                f(i as u16, s, registered);
+            }
+        }
+    }
+
+    /// Registers the receiver of a channel (ids 1..64; 0 is treenet's).
+    pub(crate) fn register_channel(&self, id: u16, handler: Arc<dyn ChannelHandler>) -> Result {
+        if id == CHANNEL_TREENET || usize::from(id) >= MAX_CHANNELS {
+            return Err(EINVAL);
+        }
+        let mut g = self.inner.lock();
+        if g.channels.iter().any(|c| c.id == id) {
+            return Err(EBUSY);
+        }
+        g.channels.push(Channel { id, handler }, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Removes a channel's receiver.  Once this returns, no call into the
+    /// handler is running or will be made (so its module may unload).  Must
+    /// not be called from a handler.
+    pub(crate) fn unregister_channel(&self, id: u16) {
+        self.inner.lock().channels.retain(|c| c.id != id);
+        // Handler calls run under `dispatch`: wait for those in flight.
+        drop(self.dispatch.lock());
+    }
+
+    /// Whether `node` is currently reachable.
+    #[allow(dead_code)] // For upper layers (zoid, ssi).
+    pub(crate) fn reachable(&self, node: u16) -> bool {
+        let g = self.inner.lock();
+        g.route(node).is_some()
+    }
+
+    /// Nodes below this one (broadcast reaches them).
+    pub(crate) fn nodes_below(&self) -> usize {
+        let g = self.inner.lock();
+        g.children().map(|i| 1 + g.neighbors[i].below.len()).sum()
+    }
+
+    /// The ION of this pset as far as this node knows (itself on an ION).
+    pub(crate) fn ion(&self) -> Option<u16> {
+        let g = self.inner.lock();
+        if g.role == Role::Ion {
+            return Some(g.node_id);
+        }
+        g.neighbors
+            .iter()
+            .find(|n| n.up && n.role == Role::Ion)
+            .map(|n| n.node)
+    }
+
+    /// Sends `msg` on `channel` to node `dst` (or [`BROADCAST`]: every node
+    /// below this one).  With `block`, waits while the destination's queue
+    /// is over its memory bound; otherwise fails with `EAGAIN`.
+    pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
+        if usize::from(channel) >= MAX_CHANNELS {
+            return Err(EINVAL);
+        }
+        let max = self.knobs.max_msg_size.load(Relaxed) as usize;
+        if msg.len() > max {
+            return Err(EMSGSIZE);
+        }
+        let len = msg.len();
+        let buf = Arc::new(msg, GFP_KERNEL)?;
+        let mut g = self.inner.lock();
+        loop {
+            let bound = 2 * max + (1 << 20);
+            let over = if dst == BROADCAST {
+                g.children().any(|i| g.neighbors[i].queued_bytes > bound)
+            } else {
+                let r = g.route(dst).ok_or(EHOSTUNREACH)?;
+                g.neighbors[r].queued_bytes > bound
+            };
+            if !over {
+                break;
+            }
+            if !block {
+                return Err(EAGAIN);
+            }
+            if let CondVarTimeoutResult::Signal { .. } = self
+                .progress
+                .wait_interruptible_timeout(&mut g, ms_to_jiffies(1000))
+            {
+                return Err(EINTR);
+            }
+        }
+        let id = g.next_msg_id;
+        g.next_msg_id = id.wrapping_add(1);
+        let header = MsgHeader {
+            origin: g.node_id,
+            dst,
+            channel,
+            flags: 0,
+            len: len as u32,
+            id,
+        };
+        g.route_msg(&self.knobs, &self.stats, header, buf, None)?;
+        let cs = &mut g.chan_stats[usize::from(channel)];
+        cs.msgs_sent += 1;
+        cs.bytes_sent += len as u64;
+        count(&self.stats.msgs_sent);
+        self.stats.bytes_sent.fetch_add(len as u64, Relaxed);
+        if dst == BROADCAST {
+            count(&self.stats.bcast_sent);
+        }
+        drop(g);
+        self.kick();
+        Ok(())
+    }
+
+    /// Waits (up to `ms`) for engine progress; for blocking callers.
+    pub(crate) fn wait_progress(&self, ms: u64) {
+        let mut g = self.inner.lock();
+        let _ = self
+            .progress
+            .wait_interruptible_timeout(&mut g, ms_to_jiffies(ms));
+    }
+
+    /// Calls upper layers for what the engine collected.
+    fn flush_events(&self) {
+        let _dispatch = self.dispatch.lock();
+        loop {
+            let (events, channels) = {
+                let mut g = self.inner.lock();
+                if g.events.is_empty() {
+                    break;
+                }
+                let events = core::mem::take(&mut g.events);
+                let mut chans = KVec::new();
+                for c in g.channels.iter() {
+                    if chans.push((c.id, c.handler.clone()), GFP_KERNEL).is_err() {
+                        break;
+                    }
+                }
+                (events, chans)
+            };
+            for e in events {
+                match e {
+                    Event::Deliver { channel, src, msg } => {
+                        match channels.iter().find(|c| c.0 == channel) {
+                            Some((_, h)) => h.receive(channel, src, msg),
+                            None => count(&self.stats.drop_no_channel),
+                        }
+                    }
+                    Event::Peer { node, up } => {
+                        for (_, h) in channels.iter() {
+                            h.peer_event(node, up);
+                        }
+                    }
+                }
+            }
+        }
+        self.progress.notify_all();
+    }
+
+    /// One engine pass; returns jiffies until the next pass is needed.
+    fn pass(&self) -> (usize, bool) {
+        let mut g = self.inner.lock();
+        let now = now_ns();
+        let k = &self.knobs;
+        let s = &self.stats;
+        // Receive.
+        let mut budget = RX_BUDGET;
+        for li in 0..g.links.len() {
+            while budget > 0 {
+                let frame = match &g.links[li] {
+                    Some(Link::Net(n)) => n.recv(),
+                    _ => None,
+                };
+                let Some(frame) = frame else { break };
+                budget -= 1;
+                let mac = frame.src_mac();
+                g.handle_frame(k, s, li, mac, frame.data(), now);
+            }
+        }
+        let looped = core::mem::take(&mut g.loop_frames);
+        if let Some(li) = g.links.iter().position(|l| matches!(l, Some(Link::Loopback))) {
+            for f in looped.iter() {
+                g.handle_frame(k, s, li, [0; 6], f, now);
+            }
+        }
+        let more_rx = budget == 0;
+        // Timers: hellos, dead neighbours, retransmissions.
+        let timeout_ns = u64::from(k.peer_timeout_ms.load(Relaxed)) * 1_000_000;
+        let hello_every = (timeout_ns / 4).max(10_000_000);
+        if g.hello_now || now.saturating_sub(g.last_hello_ns) >= hello_every {
+            g.hello_now = false;
+            g.last_hello_ns = now;
+            g.send_hellos(k, s);
+        }
+        let mut i = 0;
+        while i < g.neighbors.len() {
+            if g.neighbors[i].up && now.saturating_sub(g.neighbors[i].last_rx_ns) > timeout_ns {
+                pr_info!(
+                    "treenet: node {} is down (silent {} ms)\n",
+                    g.neighbors[i].node,
+                    now.saturating_sub(g.neighbors[i].last_rx_ns) / 1_000_000
+                );
+                g.neighbor_down(i, s);
+                let _ = g.neighbors.remove(i);
+                continue;
+            }
+            i += 1;
+        }
+        g.pump_grants(k, s);
+        g.retransmit(k, s);
+        g.send_acks(s);
+        let more_tx = g.transmit(k, s);
+        g.flush_held(s);
+        // Next wake-up: the earliest retransmission, hello or timeout.
+        let nowu = now_us();
+        let mut next_us: u64 = hello_every / 1000;
+        for n in g.neighbors.iter() {
+            for l in n.tx.iter() {
+                if let Some(t) = l.win.next_due_in(nowu) {
+                    next_us = next_us.min(t);
+                }
+            }
+        }
+        let more = more_rx || more_tx || !g.loop_frames.is_empty() || !g.events.is_empty();
+        drop(g);
+        self.flush_events();
+        (ms_to_jiffies(next_us.div_ceil(1000)), more)
+    }
+}
+
+impl Inner {
+    fn neighbor(&self, node: u16) -> Option<usize> {
+        self.neighbors.iter().position(|n| n.node == node)
+    }
+
+    fn my_hops(&self) -> u8 {
+        if self.role == Role::Ion {
+            return 0;
+        }
+        self.neighbors
+            .iter()
+            .filter(|n| n.up)
+            .map(|n| n.hops)
+            .min()
+            .map_or(0xff, |h| h.saturating_add(1))
+    }
+
+    /// Neighbours below this node (broadcast goes to them).
+    fn children(&self) -> impl Iterator<Item = usize> + '_ {
+        let mine = self.my_hops();
+        self.neighbors
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.up && n.node != self.node_id && n.hops > mine)
+            .map(|(i, _)| i)
+    }
+
+    /// Neighbour index that leads to `dst`.
+    fn route(&self, dst: u16) -> Option<usize> {
+        if let Some(i) = self.neighbor(dst) {
+            if self.neighbors[i].up {
+                return Some(i);
+            }
+        }
+        if let Some(i) = self
+            .neighbors
+            .iter()
+            .position(|n| n.up && n.below.iter().any(|&b| b == dst))
+        {
+            return Some(i);
+        }
+        if self.role == Role::Cn {
+            // Towards the ION.
+            let mine = self.my_hops();
+            return self.neighbors.iter().position(|n| n.up && n.hops < mine);
+        }
+        None
+    }
+
+    /// Queues a message for its next hop(s); `from` is the neighbour it came
+    /// from (not sent back there).
+    fn route_msg(
+        &mut self,
+        k: &Knobs,
+        s: &Stats,
+        header: MsgHeader,
+        buf: Arc<MsgBuf>,
+        from: Option<usize>,
+    ) -> Result {
+        if header.dst == BROADCAST {
+            let mut kids = KVec::new();
+            for i in self.children() {
+                if Some(i) != from {
+                    kids.push(i, GFP_KERNEL)?;
+                }
+            }
+            for i in kids {
+                self.enqueue(k, s, i, header, buf.clone())?;
+            }
+            return Ok(());
+        }
+        let Some(i) = self.route(header.dst) else {
+            count(&s.drop_no_route);
+            return Err(EHOSTUNREACH);
+        };
+        self.enqueue(k, s, i, header, buf)
+    }
+
+    fn payload_for(&self, k: &Knobs, link: usize) -> usize {
+        let mtu = self.links.get(link).and_then(|l| l.as_ref()).map_or(LOOPBACK_MTU, |l| l.mtu());
+        let max = mtu.saturating_sub(HEADER_LEN).clamp(MIN_PACKET_PAYLOAD, u16::MAX as usize);
+        match k.packet_size.load(Relaxed) as usize {
+            0 => max,
+            p => p.clamp(MIN_PACKET_PAYLOAD, max),
+        }
+    }
+
+    fn enqueue(&mut self, k: &Knobs, s: &Stats, ni: usize, header: MsgHeader, buf: Arc<MsgBuf>) -> Result {
+        let payload = self.payload_for(k, self.neighbors[ni].link);
+        let frames = frame_count(buf.len(), payload);
+        let threshold = k.ack_threshold.load(Relaxed) as usize;
+        let msg = OutMsg {
+            header,
+            buf,
+            payload,
+            frames,
+            first_seq: 0,
+            sent: 0,
+        };
+        let n = &mut self.neighbors[ni];
+        n.queued_bytes += msg.charge();
+        if threshold > 0 && frames > threshold {
+            count(&s.rendezvous_waits);
+            n.rdv_wait.push(msg, GFP_KERNEL)?;
+            self.request_next(k, ni)?;
+        } else if frames > threshold.max(1) {
+            n.tx[Lane::Bulk.index()].msgs.push(msg, GFP_KERNEL)?;
+        } else {
+            n.tx[Lane::Control.index()].msgs.push(msg, GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a request to send for the next large message (if none is out).
+    fn request_next(&mut self, k: &Knobs, ni: usize) -> Result {
+        let n = &self.neighbors[ni];
+        let waiting = n.rdv_wait.len() as u32;
+        if n.rts_out >= waiting || n.rts_out >= 2 {
+            return Ok(());
+        }
+        let m = &n.rdv_wait[n.rts_out as usize];
+        let (id, len) = (m.header.id, m.header.len);
+        self.neighbors[ni].rts_out += 1;
+        self.send_control(k, ni, CTL_RTS, id, len)
+    }
+
+    fn send_control(&mut self, k: &Knobs, ni: usize, op: u8, id: u32, len: u32) -> Result {
+        let mut b = [0u8; 12];
+        b[0] = op;
+        b[4..8].copy_from_slice(&id.to_be_bytes());
+        b[8..12].copy_from_slice(&len.to_be_bytes());
+        let buf = Arc::new(MsgBuf::from_slice(&b, GFP_KERNEL)?, GFP_KERNEL)?;
+        let header = MsgHeader {
+            origin: self.node_id,
+            dst: self.neighbors[ni].node,
+            channel: CHANNEL_TREENET,
+            flags: 0,
+            len: 12,
+            id: 0,
+        };
+        let payload = self.payload_for(k, self.neighbors[ni].link);
+        let n = &mut self.neighbors[ni];
+        let msg = OutMsg {
+            header,
+            buf,
+            payload,
+            frames: 1,
+            first_seq: 0,
+            sent: 0,
+        };
+        n.queued_bytes += msg.charge();
+        n.tx[Lane::Control.index()].msgs.push(msg, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Gives grants while slots are free: allocates each granted message's
+    /// buffer first, so bulk data never waits for memory.
+    fn pump_grants(&mut self, k: &Knobs, s: &Stats) {
+        self.grants.set_slots(k.grant_slots.load(Relaxed) as usize);
+        while let Some(r) = self.grants.next_grant() {
+            let Some(ni) = self.neighbor(r.peer) else {
+                self.grants.complete(r.peer, r.id);
+                continue;
+            };
+            match MsgBuf::new(r.len as usize, GFP_KERNEL) {
+                Ok(buf) => {
+                    self.neighbors[ni].granted = Some((r.id, buf));
+                    count(&s.grants_given);
+                    let _ = self.send_control(k, ni, CTL_CTS, r.id, r.len);
+                }
+                Err(_) => {
+                    count(&s.drop_nomem);
+                    self.grants.complete(r.peer, r.id);
+                    let _ = self.send_control(k, ni, CTL_REJECT, r.id, r.len);
+                }
+            }
+        }
+    }
+
+    fn send_hellos(&mut self, k: &Knobs, s: &Stats) {
+        let mut below = [0u16; HELLO_MAX_BELOW];
+        let mut n_below = 0usize;
+        let kids: KVec<usize> = {
+            let mut v = KVec::new();
+            for i in self.children() {
+                let _ = v.push(i, GFP_KERNEL);
+            }
+            v
+        };
+        for i in kids {
+            let n = &self.neighbors[i];
+            for id in Iterator::chain(core::iter::once(n.node), n.below.iter().copied()) {
+                if n_below < HELLO_MAX_BELOW {
+                    below[n_below] = id;
+                    n_below += 1;
+                }
+            }
+        }
+        let hops = self.my_hops();
+        for li in 0..self.links.len() {
+            if self.links[li].is_none() {
+                continue;
+            }
+            // The epoch we last heard on this link (point-to-point links).
+            let peer_epoch = self
+                .neighbors
+                .iter()
+                .find(|n| n.link == li)
+                .map_or(0, |n| n.epoch);
+            let h = Hello {
+                epoch: self.epoch,
+                peer_epoch,
+                pset: self.pset,
+                role: self.role,
+                hops,
+                n_below: n_below as u8,
+                below,
+            };
+            let mut p = [0u8; 256];
+            let len = h.encode(&mut p);
+            let hdr = FrameHeader::hello(self.node_id);
+            self.emit(k, s, li, BROADCAST_MAC, &hdr, &p[..len], &[]);
+            count(&s.hellos_sent);
+        }
+    }
+
+    /// Builds a frame into the scratch buffer and puts it on the wire,
+    /// through fault injection.
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        k: &Knobs,
+        s: &Stats,
+        li: usize,
+        mac: Mac,
+        hdr: &FrameHeader,
+        p1: &[u8],
+        p2: &[u8],
+    ) {
+        let len = HEADER_LEN + p1.len() + p2.len();
+        let mut frame = KVec::new();
+        if frame.reserve(len, GFP_KERNEL).is_err() {
+            count(&s.drop_nomem);
+            return;
+        }
+        let mut h = [0u8; HEADER_LEN];
+        hdr.encode(&[p1, p2], &mut h);
+        let _ = frame.extend_from_slice(&h, GFP_KERNEL);
+        let _ = frame.extend_from_slice(p1, GFP_KERNEL);
+        let _ = frame.extend_from_slice(p2, GFP_KERNEL);
+        self.put_on_wire(k, s, li, mac, frame);
+    }
+
+    fn put_on_wire(&mut self, k: &Knobs, s: &Stats, li: usize, mac: Mac, frame: KVec<u8>) {
+        let drop_ppm = k.drop_ppm.load(Relaxed);
+        let dup_ppm = k.dup_ppm.load(Relaxed);
+        let reorder_ppm = k.reorder_ppm.load(Relaxed);
+        if drop_ppm | dup_ppm | reorder_ppm != 0 {
+            let r = random_u32() % 1_000_000;
+            if r < drop_ppm {
+                count(&s.inject_drop);
+                return;
+            }
+            if random_u32() % 1_000_000 < dup_ppm {
+                count(&s.inject_dup);
+                let mut copy = KVec::new();
+                if copy.extend_from_slice(&frame, GFP_KERNEL).is_ok() {
+                    self.wire_send(s, li, &mac, copy);
+                }
+            }
+            if self.held.is_none() && random_u32() % 1_000_000 < reorder_ppm {
+                count(&s.inject_reorder);
+                self.held = Some((li, mac, frame));
+                return;
+            }
+        }
+        self.wire_send(s, li, &mac, frame);
+        // A held frame goes out after the one that overtook it.
+        if let Some((hl, hm, hf)) = self.held.take() {
+            self.wire_send(s, hl, &hm, hf);
+        }
+    }
+
+    fn flush_held(&mut self, s: &Stats) {
+        if let Some((hl, hm, hf)) = self.held.take() {
+            self.wire_send(s, hl, &hm, hf);
+        }
+    }
+
+    fn wire_send(&mut self, s: &Stats, li: usize, mac: &Mac, frame: KVec<u8>) {
+        count(&s.frames_sent);
+        match self.links.get(li).and_then(|l| l.as_ref()) {
+            Some(Link::Net(n)) => {
+                if n.send(mac, frame.len(), |b| b.copy_from_slice(&frame)).is_err() {
+                    count(&s.tx_errors);
+                }
+            }
+            Some(Link::Loopback) => {
+                if self.loop_frames.len() >= RXQ_LIMIT as usize
+                    || self.loop_frames.push(frame, GFP_KERNEL).is_err()
+                {
+                    count(&s.tx_errors);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Builds and sends frame `seq` of lane `lane` to neighbour `ni`.
+    fn send_frame(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane, seq: u32) {
+        let n = &self.neighbors[ni];
+        let l = &n.tx[lane.index()];
+        let Some(m) = l.msgs.iter().find(|m| {
+            m.sent > 0 && seq.wrapping_sub(m.first_seq) < m.sent as u32
+        }) else {
+            return;
+        };
+        let index = seq.wrapping_sub(m.first_seq) as usize;
+        let Some(spec) = frame_spec(index, m.buf.len(), m.payload) else {
+            return;
+        };
+        let hdr = FrameHeader::data(self.node_id, n.node, lane, seq, spec.flags);
+        let mut data = KVec::new();
+        if data.resize(spec.len, 0, GFP_KERNEL).is_err() || m.buf.read_at(spec.offset, &mut data).is_err() {
+            count(&s.drop_nomem);
+            return;
+        }
+        let mh = m.header.encode();
+        let first: &[u8] = if index == 0 { &mh } else { &[] };
+        let (li, mac) = (n.link, n.mac);
+        self.emit(k, s, li, mac, &hdr, first, &data);
+    }
+
+    fn retransmit(&mut self, k: &Knobs, s: &Stats) {
+        let now = now_us();
+        for ni in 0..self.neighbors.len() {
+            for lane in Lane::ALL {
+                let l = &self.neighbors[ni].tx[lane.index()];
+                let fast_after = l.win.rto.srtt().max(1000);
+                let mut due: KVec<u32> = KVec::new();
+                let expired = l.win.due(now, fast_after, |q| {
+                    let _ = due.push(q, GFP_KERNEL);
+                });
+                if expired {
+                    count(&s.rto_expired);
+                    self.neighbors[ni].tx[lane.index()].win.rto.backoff();
+                }
+                for q in due {
+                    count(&s.retransmits);
+                    self.neighbors[ni].tx[lane.index()].win.on_retransmit(q, now);
+                    self.send_frame(k, s, ni, lane, q);
+                }
+            }
+        }
+    }
+
+    fn send_acks(&mut self, s: &Stats) {
+        for ni in 0..self.neighbors.len() {
+            for lane in Lane::ALL {
+                let n = &mut self.neighbors[ni];
+                let r = &mut n.rx[lane.index()];
+                if !r.ack_pending {
+                    continue;
+                }
+                r.ack_pending = false;
+                let hdr = FrameHeader::ack(self.node_id, n.node, lane, r.win.next_seq());
+                let p = wire::encode_ack(r.win.sack());
+                let (li, mac) = (n.link, n.mac);
+                // Acks are not subject to fault injection's reordering hold.
+                let mut frame = KVec::new();
+                let mut h = [0u8; HEADER_LEN];
+                hdr.encode(&[&p], &mut h);
+                if frame.extend_from_slice(&h, GFP_KERNEL).is_ok()
+                    && frame.extend_from_slice(&p, GFP_KERNEL).is_ok()
+                {
+                    count(&s.acks_sent);
+                    let k_inject = frame;
+                    self.put_on_wire_ack(s, li, mac, k_inject);
+                }
+            }
+        }
+    }
+
+    fn put_on_wire_ack(&mut self, s: &Stats, li: usize, mac: Mac, frame: KVec<u8>) {
+        self.wire_send(s, li, &mac, frame);
+    }
+
+    /// Sends new frames while windows allow; control lanes first.  Returns
+    /// whether frames are still waiting for budget (not for window space).
+    fn transmit(&mut self, k: &Knobs, s: &Stats) -> bool {
+        let now = now_us();
+        let window = k.window.load(Relaxed) as usize;
+        let mut more = false;
+        for ni in 0..self.neighbors.len() {
+            if !self.neighbors[ni].up {
+                continue;
+            }
+            let mut budget = TX_BUDGET;
+            for lane in Lane::ALL {
+                loop {
+                    let l = &mut self.neighbors[ni].tx[lane.index()];
+                    l.win.set_window(window);
+                    if !l.win.can_send() {
+                        break;
+                    }
+                    let Some(m) = l.msgs.iter_mut().find(|m| m.sent < m.frames) else {
+                        break;
+                    };
+                    if budget == 0 {
+                        more = true;
+                        break;
+                    }
+                    budget -= 1;
+                    let seq = l.win.on_send(now);
+                    if m.sent == 0 {
+                        m.first_seq = seq;
+                    }
+                    m.sent += 1;
+                    self.send_frame(k, s, ni, lane, seq);
+                }
+            }
+        }
+        more
+    }
+
+    fn handle_frame(&mut self, k: &Knobs, s: &Stats, li: usize, mac: Mac, frame: &[u8], now: u64) {
+        let max_payload = self
+            .links
+            .get(li)
+            .and_then(|l| l.as_ref())
+            .map_or(0, |l| l.mtu())
+            .saturating_sub(HEADER_LEN)
+            .max(wire::ZOID_PACKET_PAYLOAD);
+        let (h, payload) = match wire::parse(frame, max_payload) {
+            Ok(x) => x,
+            Err(e) => {
+                count(match e {
+                    FrameError::Truncated => &s.drop_truncated,
+                    FrameError::Oversized => &s.drop_oversized,
+                    FrameError::BadVersion => &s.drop_bad_version,
+                    FrameError::BadChecksum => &s.drop_bad_checksum,
+                    FrameError::BadKind => &s.drop_bad_kind,
+                });
+                return;
+            }
+        };
+        if h.kind == Kind::Hello {
+            self.handle_hello(s, li, mac, h.src, payload, now);
+            return;
+        }
+        if h.dst != self.node_id {
+            count(&s.drop_not_for_us);
+            return;
+        }
+        let Some(ni) = self.neighbor(h.src).filter(|&i| self.neighbors[i].link == li && self.neighbors[i].up) else {
+            count(&s.drop_unknown_node);
+            return;
+        };
+        count(&s.frames_received);
+        self.neighbors[ni].last_rx_ns = now;
+        match h.kind {
+            Kind::Ack => {
+                let Some(sack) = wire::decode_ack(payload) else {
+                    count(&s.drop_truncated);
+                    return;
+                };
+                self.handle_ack(k, s, ni, h.lane, h.seq, sack);
+            }
+            Kind::Data => self.handle_data(k, s, ni, h.lane, h.seq, h.flags, payload),
+            Kind::Hello => {}
+        }
+    }
+
+    fn handle_hello(&mut self, s: &Stats, li: usize, mac: Mac, src: u16, payload: &[u8], now: u64) {
+        let Some(hello) = Hello::decode(payload) else {
+            count(&s.drop_bad_hello);
+            return;
+        };
+        if hello.pset != self.pset {
+            count(&s.drop_bad_hello);
+            return;
+        }
+        let loopback = matches!(self.links.get(li), Some(Some(Link::Loopback)));
+        if src == self.node_id && !loopback {
+            // Our own id from elsewhere: a misconfigured pset.
+            count(&s.drop_bad_hello);
+            return;
+        }
+        if let Some(ni) = self.neighbor(src) {
+            if self.neighbors[ni].link != li || self.neighbors[ni].epoch != hello.epoch {
+                // Restarted or moved: a new session.
+                self.neighbor_down(ni, s);
+                let _ = self.neighbors.remove(ni);
+            }
+        }
+        let ni = match self.neighbor(src) {
+            Some(ni) => ni,
+            None => match self.new_neighbor(src, li, mac, hello.epoch) {
+                Ok(ni) => ni,
+                Err(_) => {
+                    count(&s.drop_nomem);
+                    return;
+                }
+            },
+        };
+        let n = &mut self.neighbors[ni];
+        n.last_rx_ns = now;
+        n.role = hello.role;
+        n.hops = hello.hops;
+        n.below.clear();
+        for &b in &hello.below[..usize::from(hello.n_below)] {
+            let _ = n.below.push(b, GFP_KERNEL);
+        }
+        if !n.up {
+            n.up = true;
+            count(&s.peer_up);
+            let node = n.node;
+            self.log_peer(node, true, 0);
+            let n = &mut self.neighbors[ni];
+            let role = if hello.role == Role::Ion { "ion" } else { "cn" };
+            pr_info!("treenet: node {} is up ({role}, link {li})\n", n.node);
+            let node = n.node;
+            let below: KVec<u16> = {
+                let mut v = KVec::new();
+                let _ = v.extend_from_slice(&n.below, GFP_KERNEL);
+                v
+            };
+            let _ = self.events.push(Event::Peer { node, up: true }, GFP_KERNEL);
+            for b in below {
+                let _ = self.events.push(Event::Peer { node: b, up: true }, GFP_KERNEL);
+            }
+            // Tell the new neighbour about us right away.
+            self.hello_now = true;
+        }
+        if hello.peer_epoch != self.epoch {
+            self.hello_now = true;
+        }
+    }
+
+    fn new_neighbor(&mut self, node: u16, link: usize, mac: Mac, epoch: u32) -> Result<usize> {
+        let n = Neighbor {
+            node,
+            link,
+            mac,
+            epoch,
+            role: Role::Cn,
+            hops: 0xff,
+            below: KVec::new(),
+            last_rx_ns: 0,
+            up: false,
+            tx: [lane_tx(64, 20_000, 2_000_000)?, lane_tx(64, 20_000, 2_000_000)?],
+            rx: [lane_rx(128)?, lane_rx(128)?],
+            rdv_wait: KVec::new(),
+            rts_out: 0,
+            granted: None,
+            queued_bytes: 0,
+        };
+        self.neighbors.push(n, GFP_KERNEL)?;
+        Ok(self.neighbors.len() - 1)
+    }
+
+    /// Neighbour `ni` went down: fail what was queued for it, forget its
+    /// grants, tell upper layers (it and everything below it).
+    fn log_peer(&mut self, node: u16, up: bool, silent_ms: u64) {
+        if self.peer_log.len() >= 32 {
+            let _ = self.peer_log.remove(0);
+        }
+        let _ = self.peer_log.push((node, up, silent_ms), GFP_KERNEL);
+    }
+
+    fn neighbor_down(&mut self, ni: usize, s: &Stats) {
+        let silent_ms = now_ns().saturating_sub(self.neighbors[ni].last_rx_ns) / 1_000_000;
+        if self.neighbors[ni].up {
+            self.log_peer(self.neighbors[ni].node, false, silent_ms);
+        }
+        let n = &mut self.neighbors[ni];
+        let was_up = n.up;
+        n.up = false;
+        let mut failed = 0u64;
+        for l in n.tx.iter_mut() {
+            failed += l.msgs.len() as u64;
+            l.msgs.clear();
+        }
+        failed += n.rdv_wait.len() as u64;
+        n.rdv_wait.clear();
+        n.granted = None;
+        n.queued_bytes = 0;
+        s.msgs_failed.fetch_add(failed, Relaxed);
+        let node = n.node;
+        self.grants.forget_peer(node);
+        if was_up {
+            count(&s.peer_down);
+            let _ = self.events.push(Event::Peer { node, up: false }, GFP_KERNEL);
+            let below = core::mem::take(&mut self.neighbors[ni].below);
+            for b in below {
+                let _ = self.events.push(Event::Peer { node: b, up: false }, GFP_KERNEL);
+            }
+        }
+    }
+
+    fn handle_ack(&mut self, k: &Knobs, _s: &Stats, ni: usize, lane: Lane, next: u32, sack: u64) {
+        let rto_min = u64::from(k.rto_min_ms.load(Relaxed)) * 1000;
+        let rto_max = u64::from(k.rto_max_ms.load(Relaxed)) * 1000;
+        let l = &mut self.neighbors[ni].tx[lane.index()];
+        l.win.rto.set_bounds(rto_min, rto_max.max(rto_min));
+        let out = l.win.on_ack(next, sack, now_us());
+        if out.bogus || out.acked == 0 {
+            return;
+        }
+        // Drop fully acknowledged messages from the front.
+        let base = l.win.base();
+        let mut freed = 0usize;
+        while let Some(m) = l.msgs.first() {
+            let done = m.sent == m.frames
+                && (base.wrapping_sub(m.first_seq) as i32) >= m.frames as i32;
+            if !done {
+                break;
+            }
+            freed += m.charge();
+            let _ = l.msgs.remove(0);
+        }
+        let n = &mut self.neighbors[ni];
+        n.queued_bytes = n.queued_bytes.saturating_sub(freed);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn handle_data(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane, seq: u32, flags: u8, payload: &[u8]) {
+        let r = &mut self.neighbors[ni].rx[lane.index()];
+        r.ack_pending = true;
+        match r.win.classify(seq) {
+            RxClass::InOrder => {
+                r.win.advance();
+                self.consume(k, s, ni, lane, flags, payload);
+                loop {
+                    let r = &mut self.neighbors[ni].rx[lane.index()];
+                    let Some(q) = r.win.pop_ready() else { break };
+                    let Some((bseq, bflags, bdata)) = r.ahead[q as usize % 128].take() else {
+                        break;
+                    };
+                    if bseq != q {
+                        break;
+                    }
+                    self.consume(k, s, ni, lane, bflags, &bdata);
+                }
+            }
+            RxClass::Future => {
+                let mut v = KVec::new();
+                if v.extend_from_slice(payload, GFP_KERNEL).is_err() {
+                    count(&s.drop_nomem);
+                    return;
+                }
+                r.win.mark(seq);
+                r.ahead[seq as usize % 128] = Some((seq, flags, v));
+            }
+            RxClass::Duplicate => count(&s.duplicates),
+            RxClass::OutOfWindow => count(&s.drop_out_of_window),
+        }
+    }
+
+    /// One in-order frame of a lane: reassemble, deliver when complete.
+    fn consume(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane, flags: u8, payload: &[u8]) {
+        let max = k.max_msg_size.load(Relaxed) as usize;
+        let r = &mut self.neighbors[ni].rx[lane.index()];
+        let step = match r.reasm.feed(flags, payload, max) {
+            Ok(step) => step,
+            Err(e) => {
+                r.current = None;
+                count(match e {
+                    ReasmError::TooLong => &s.drop_msg_too_long,
+                    _ => &s.drop_reassembly,
+                });
+                if e == ReasmError::Interrupted {
+                    // The new message starts with this frame.
+                    self.consume(k, s, ni, lane, flags, payload);
+                }
+                return;
+            }
+        };
+        if let Some(h) = step.start {
+            let n = &mut self.neighbors[ni];
+            let granted = match n.granted.take() {
+                Some((id, buf)) if lane == Lane::Bulk && id == h.id && buf.len() == h.len as usize => Some(buf),
+                other => {
+                    n.granted = other;
+                    None
+                }
+            };
+            let buf = match granted {
+                Some(b) => b,
+                None => match MsgBuf::new(h.len as usize, GFP_KERNEL) {
+                    Ok(b) => b,
+                    Err(_) => {
+                        count(&s.drop_nomem);
+                        n.rx[lane.index()].reasm.reset();
+                        return;
+                    }
+                },
+            };
+            n.rx[lane.index()].current = Some((h, buf));
+        }
+        let r = &mut self.neighbors[ni].rx[lane.index()];
+        let Some((_, buf)) = r.current.as_mut() else {
+            return;
+        };
+        if !step.data.is_empty() && buf.write_at(step.offset, step.data).is_err() {
+            count(&s.drop_reassembly);
+            r.current = None;
+            r.reasm.reset();
+            return;
+        }
+        if step.complete {
+            if let Some((h, buf)) = r.current.take() {
+                if lane == Lane::Bulk {
+                    let peer = self.neighbors[ni].node;
+                    self.grants.complete(peer, h.id);
+                }
+                self.message_in(k, s, ni, h, buf);
+            }
+        }
+    }
+
+    /// A whole message arrived from neighbour `ni`.
+    fn message_in(&mut self, k: &Knobs, s: &Stats, ni: usize, h: MsgHeader, buf: MsgBuf) {
+        if h.channel == CHANNEL_TREENET && h.dst == self.node_id {
+            self.control_in(k, s, ni, &buf);
+            return;
+        }
+        let for_me = h.dst == self.node_id || h.dst == BROADCAST;
+        let forward = h.dst != self.node_id;
+        let Ok(buf) = Arc::new(buf, GFP_KERNEL) else {
+            count(&s.drop_nomem);
+            return;
+        };
+        if forward && (h.dst == BROADCAST || h.origin != self.node_id) {
+            let had_route = h.dst == BROADCAST || self.route(h.dst).is_some();
+            if had_route && self.route_msg(k, s, h, buf.clone(), Some(ni)).is_ok() {
+                if h.dst != BROADCAST {
+                    count(&s.msgs_forwarded);
+                }
+            } else if h.dst != BROADCAST {
+                count(&s.drop_no_route);
+            }
+        }
+        if for_me {
+            if usize::from(h.channel) < MAX_CHANNELS {
+                let cs = &mut self.chan_stats[usize::from(h.channel)];
+                cs.msgs_received += 1;
+                cs.bytes_received += u64::from(h.len);
+            }
+            count(&s.msgs_received);
+            s.bytes_received.fetch_add(u64::from(h.len), Relaxed);
+            if h.dst == BROADCAST {
+                count(&s.bcast_received);
+            }
+            let ev = Event::Deliver {
+                channel: h.channel,
+                src: h.origin,
+                msg: buf,
+            };
+            if self.events.push(ev, GFP_KERNEL).is_err() {
+                count(&s.drop_nomem);
+            }
+        }
+    }
+
+    /// A rendezvous control message from neighbour `ni`.
+    fn control_in(&mut self, k: &Knobs, s: &Stats, ni: usize, buf: &MsgBuf) {
+        let mut b = [0u8; 12];
+        if buf.len() != 12 || buf.read_at(0, &mut b).is_err() {
+            count(&s.drop_bad_control);
+            return;
+        }
+        let id = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+        let len = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
+        let peer = self.neighbors[ni].node;
+        match b[0] {
+            CTL_RTS => {
+                if len as usize > k.max_msg_size.load(Relaxed) as usize {
+                    count(&s.drop_msg_too_long);
+                    let _ = self.send_control(k, ni, CTL_REJECT, id, len);
+                    return;
+                }
+                if self.grants.push(Request { peer, id, len }).is_err() {
+                    count(&s.drop_bad_control);
+                }
+            }
+            CTL_CTS | CTL_REJECT => {
+                let n = &mut self.neighbors[ni];
+                let Some(pos) = n.rdv_wait.iter().position(|m| m.header.id == id) else {
+                    count(&s.drop_bad_control);
+                    return;
+                };
+                let Ok(m) = n.rdv_wait.remove(pos) else {
+                    return;
+                };
+                n.rts_out = n.rts_out.saturating_sub(1);
+                if b[0] == CTL_CTS {
+                    if n.tx[Lane::Bulk.index()].msgs.push(m, GFP_KERNEL).is_err() {
+                        count(&s.drop_nomem);
+                    }
+                } else {
+                    n.queued_bytes = n.queued_bytes.saturating_sub(m.charge());
+                    count(&s.msgs_failed);
+                }
+                let _ = self.request_next(k, ni);
+            }
+            _ => count(&s.drop_bad_control),
+        }
+    }
+}
+
+impl ThreadBody for Treenet {
+    fn kicker(&self) -> &Kicker {
+        &self.kicker
+    }
+
+    fn run(&self, ctx: &ThreadCtx<'_>) {
+        while !ctx.should_stop() {
+            let (wait, more) = self.pass();
+            if !more {
+                ctx.wait(wait);
+            }
+        }
+    }
+}

@@ -1,0 +1,404 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! treenet's self-test channels, driven from `/sys/kernel/treenet/selftest`.
+//!
+//! Tests and benchmarks move real messages between nodes through the same
+//! API upper layers use:
+//!
+//! * `send <node|all> <size> <count>`: messages of a pattern derived from
+//!   their length go out on channel [`CHAN_DATA`]; every receiver checks the
+//!   pattern (and its CRC-32C) and answers a verdict on [`CHAN_CTL`]; the
+//!   command returns once every verdict is in (or fails: `EIO` on a bad one,
+//!   `ETIMEDOUT`).
+//! * `ping <node> <size> <count>`: round trips, one at a time.
+//! * `barrier <tag> <n>`: on the ION, waits until `n` nodes below it sent
+//!   the tag, then broadcasts the release; on a CN, sends the tag to its ION
+//!   and waits for the release.
+//!
+//! Reading the file gives the last result, e.g.
+//! `ok op=send n=4 bytes=16777216 ns=812345678`.
+
+use crate::engine::{ChannelHandler, Treenet};
+use crate::zoid_kernel::msgbuf::MsgBuf;
+use crate::zoid_kernel::time::now_ns;
+use crate::zoid_proto::crc32c::Crc32c;
+use crate::zoid_proto::treenet::wire::BROADCAST;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+use kernel::{new_mutex, str::CString};
+
+/// Channel of the test payloads.
+pub(crate) const CHAN_DATA: u16 = 1;
+/// Channel of verdicts, pings and barriers.
+pub(crate) const CHAN_CTL: u16 = 2;
+
+const OP_VERDICT: u8 = 1;
+const OP_PING: u8 = 2;
+const OP_PONG: u8 = 3;
+const OP_BARRIER: u8 = 4;
+const OP_RELEASE: u8 = 5;
+const CTL_LEN: usize = 16;
+
+/// Byte `i` of the test message of length `len`.
+fn pattern_byte(len: usize, i: usize) -> u8 {
+    let x = (i as u32).wrapping_mul(0x9e37_79b1) ^ (len as u32).rotate_left(13) ^ (i >> 12) as u32;
+    (x >> 24) as u8 ^ (x as u8)
+}
+
+/// Fills a test message of `len` bytes; returns its CRC-32C.
+fn fill_pattern(buf: &mut MsgBuf) -> Result<u32> {
+    let len = buf.len();
+    let mut crc = Crc32c::new();
+    let mut chunk = [0u8; 512];
+    let mut off = 0;
+    while off < len {
+        let n = (len - off).min(chunk.len());
+        for (j, b) in chunk[..n].iter_mut().enumerate() {
+            *b = pattern_byte(len, off + j);
+        }
+        crc.update(&chunk[..n]);
+        buf.write_at(off, &chunk[..n])?;
+        off += n;
+    }
+    Ok(crc.finish())
+}
+
+/// Checks a received test message; returns (intact, CRC-32C).
+fn check_pattern(buf: &MsgBuf) -> (bool, u32) {
+    let len = buf.len();
+    let mut crc = Crc32c::new();
+    let mut chunk = [0u8; 512];
+    let mut off = 0;
+    let mut ok = true;
+    while off < len {
+        let n = (len - off).min(chunk.len());
+        if buf.read_at(off, &mut chunk[..n]).is_err() {
+            return (false, 0);
+        }
+        crc.update(&chunk[..n]);
+        ok &= chunk[..n]
+            .iter()
+            .enumerate()
+            .all(|(j, &b)| b == pattern_byte(len, off + j));
+        off += n;
+    }
+    (ok, crc.finish())
+}
+
+fn ctl(op: u8, a: u32, b: u32, c: u32, extra: usize) -> Result<MsgBuf> {
+    let mut m = MsgBuf::new(CTL_LEN + extra, GFP_KERNEL)?;
+    let mut h = [0u8; CTL_LEN];
+    h[0] = op;
+    h[4..8].copy_from_slice(&a.to_be_bytes());
+    h[8..12].copy_from_slice(&b.to_be_bytes());
+    h[12..16].copy_from_slice(&c.to_be_bytes());
+    m.write_at(0, &h)?;
+    Ok(m)
+}
+
+#[derive(Default)]
+struct State {
+    verdicts_ok: u64,
+    verdicts_bad: u64,
+    received_ok: u64,
+    received_bad: u64,
+    last_pong: u32,
+    /// (tag, node) barrier arrivals (ION side).
+    arrivals: KVec<(u32, u16)>,
+    /// Released barrier tags (CN side).
+    released: KVec<u32>,
+    /// Peer notifications, oldest first (bounded).
+    events: KVec<(u16, bool)>,
+    last_result: KVec<u8>,
+}
+
+/// The self-test endpoint of this node.
+#[pin_data]
+pub(crate) struct SelfTest {
+    net: Arc<Treenet>,
+    #[pin]
+    state: Mutex<State>,
+}
+
+impl SelfTest {
+    /// Registers the self-test channels on `net`.
+    pub(crate) fn register(net: Arc<Treenet>) -> Result<Arc<Self>> {
+        let own = net.clone();
+        let st = Arc::pin_init(
+            try_pin_init!(Self {
+                net: own,
+                state <- new_mutex!(State::default(), "treenet::selftest"),
+            }),
+            GFP_KERNEL,
+        )?;
+        net.register_channel(CHAN_DATA, st.clone())?;
+        if let Err(e) = net.register_channel(CHAN_CTL, st.clone()) {
+            net.unregister_channel(CHAN_DATA);
+            return Err(e);
+        }
+        Ok(st)
+    }
+
+    /// Unregisters the channels (breaks the reference cycle with `net`).
+    pub(crate) fn unregister(&self) {
+        self.net.unregister_channel(CHAN_DATA);
+        self.net.unregister_channel(CHAN_CTL);
+    }
+
+    /// The last command's result line.
+    pub(crate) fn last_result(&self, f: impl FnOnce(&[u8])) {
+        f(&self.state.lock().last_result);
+    }
+
+    /// Received test messages: (intact, corrupt).
+    pub(crate) fn received(&self) -> (u64, u64) {
+        let s = self.state.lock();
+        (s.received_ok, s.received_bad)
+    }
+
+    /// Peer notifications seen, oldest first.
+    pub(crate) fn for_each_event(&self, mut f: impl FnMut(u16, bool)) {
+        for &(n, up) in self.state.lock().events.iter() {
+            f(n, up);
+        }
+    }
+
+    fn set_result(&self, args: core::fmt::Arguments<'_>) {
+        if let Ok(s) = CString::try_from_fmt(args) {
+            let mut st = self.state.lock();
+            st.last_result.clear();
+            let _ = st.last_result.extend_from_slice(s.to_bytes(), GFP_KERNEL);
+        }
+    }
+
+    /// Waits until `done(state)` or `ms` passed; `Err(ETIMEDOUT)` then.
+    fn wait_until(&self, ms: u64, mut done: impl FnMut(&State) -> bool) -> Result {
+        let deadline = now_ns() + ms * 1_000_000;
+        loop {
+            if done(&self.state.lock()) {
+                return Ok(());
+            }
+            if now_ns() > deadline {
+                return Err(ETIMEDOUT);
+            }
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            self.net.wait_progress(100);
+        }
+    }
+
+    /// Runs one command written to the `selftest` file.
+    pub(crate) fn run(&self, cmd: &[u8]) -> Result {
+        let cmd = core::str::from_utf8(cmd).map_err(|_| EINVAL)?;
+        let mut words = cmd.split_whitespace();
+        let op = words.next().ok_or(EINVAL)?;
+        let mut num = |max: u64| -> Result<u64> {
+            let w = words.next().ok_or(EINVAL)?;
+            let v: u64 = w.parse().map_err(|_| EINVAL)?;
+            if v > max {
+                return Err(EINVAL);
+            }
+            Ok(v)
+        };
+        let r = match op {
+            "send" => {
+                // The destination may be "all".
+                let rest: KVec<&str> = {
+                    let mut v = KVec::new();
+                    for w in cmd.split_whitespace().skip(1) {
+                        v.push(w, GFP_KERNEL)?;
+                    }
+                    v
+                };
+                if rest.len() != 3 {
+                    return Err(EINVAL);
+                }
+                let dst = if rest[0] == "all" {
+                    BROADCAST
+                } else {
+                    rest[0].parse::<u16>().map_err(|_| EINVAL)?
+                };
+                let size: usize = rest[1].parse().map_err(|_| EINVAL)?;
+                let count: u64 = rest[2].parse().map_err(|_| EINVAL)?;
+                if count == 0 || count > 1_000_000 {
+                    return Err(EINVAL);
+                }
+                self.send(dst, size, count)
+            }
+            "ping" => {
+                let dst = num(u64::from(u16::MAX) - 1)? as u16;
+                let size = num(1 << 20)? as usize;
+                let count = num(1_000_000)?;
+                self.ping(dst, size, count)
+            }
+            "barrier" => {
+                let tag = num(u64::from(u32::MAX))? as u32;
+                let n = num(4096)? as usize;
+                self.barrier(tag, n)
+            }
+            _ => Err(EINVAL),
+        };
+        if let Err(e) = r {
+            self.set_result(format_args!("error op={op} errno={}", e.to_errno()));
+        }
+        r
+    }
+
+    fn send(&self, dst: u16, size: usize, count: u64) -> Result {
+        let receivers = if dst == BROADCAST {
+            self.net.nodes_below() as u64
+        } else {
+            1
+        };
+        if receivers == 0 {
+            return Err(EHOSTUNREACH);
+        }
+        let (ok0, bad0) = {
+            let s = self.state.lock();
+            (s.verdicts_ok, s.verdicts_bad)
+        };
+        let want = count * receivers;
+        let bytes = size as u64 * count;
+        let start = now_ns();
+        for _ in 0..count {
+            let mut m = MsgBuf::new(size, GFP_KERNEL)?;
+            fill_pattern(&mut m)?;
+            self.net.send(CHAN_DATA, dst, m, true)?;
+        }
+        // Generous: the slowest configuration (KASAN under TCG) included.
+        let ms = 60_000 + bytes / 32;
+        self.wait_until(ms, |s| s.verdicts_ok + s.verdicts_bad >= ok0 + bad0 + want)?;
+        let ns = now_ns() - start;
+        let bad = self.state.lock().verdicts_bad - bad0;
+        if bad != 0 {
+            self.set_result(format_args!("error op=send bad={bad}"));
+            return Err(EIO);
+        }
+        self.set_result(format_args!(
+            "ok op=send n={count} receivers={receivers} bytes={bytes} ns={ns}"
+        ));
+        Ok(())
+    }
+
+    fn ping(&self, dst: u16, size: usize, count: u64) -> Result {
+        let start = now_ns();
+        for i in 0..count {
+            let id = (i as u32).wrapping_add(1);
+            self.net.send(CHAN_CTL, dst, ctl(OP_PING, id, 0, 0, size)?, true)?;
+            self.wait_until(10_000, |s| s.last_pong == id)?;
+        }
+        let ns = now_ns() - start;
+        self.set_result(format_args!(
+            "ok op=ping n={count} ns={ns} rtt_ns={}",
+            ns / count.max(1)
+        ));
+        Ok(())
+    }
+
+    fn barrier(&self, tag: u32, n: usize) -> Result {
+        let start = now_ns();
+        if self.net.identity().1 == crate::zoid_proto::treenet::wire::Role::Ion {
+            self.wait_until(300_000, |s| {
+                s.arrivals.iter().filter(|a| a.0 == tag).count() >= n
+            })?;
+            self.state.lock().arrivals.retain(|a| a.0 != tag);
+            if n > 0 {
+                self.net.send(CHAN_CTL, BROADCAST, ctl(OP_RELEASE, tag, 0, 0, 0)?, true)?;
+            }
+        } else {
+            // Wait for the ION to be known, then check in.
+            let mut ion = None;
+            self.wait_until(300_000, |_| {
+                ion = self.net.ion();
+                ion.is_some()
+            })?;
+            let ion = ion.ok_or(EHOSTUNREACH)?;
+            let me = u32::from(self.net.node_id());
+            self.net.send(CHAN_CTL, ion, ctl(OP_BARRIER, tag, me, 0, 0)?, true)?;
+            self.wait_until(300_000, |s| s.released.contains(&tag))?;
+            self.state.lock().released.retain(|t| *t != tag);
+        }
+        let ns = now_ns() - start;
+        self.set_result(format_args!("ok op=barrier tag={tag} ns={ns}"));
+        Ok(())
+    }
+
+    fn on_ctl(&self, src: u16, msg: &MsgBuf) -> Result {
+        let mut h = [0u8; CTL_LEN];
+        msg.read_at(0, &mut h)?;
+        let a = u32::from_be_bytes([h[4], h[5], h[6], h[7]]);
+        let b = u32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+        match h[0] {
+            OP_VERDICT => {
+                let mut s = self.state.lock();
+                if b == 1 {
+                    s.verdicts_ok += 1;
+                } else {
+                    s.verdicts_bad += 1;
+                }
+            }
+            OP_PING => {
+                // Echo the whole message back.
+                let mut m = MsgBuf::new(msg.len(), GFP_KERNEL)?;
+                let mut chunk = [0u8; 256];
+                let mut off = CTL_LEN;
+                while off < msg.len() {
+                    let n = (msg.len() - off).min(chunk.len());
+                    msg.read_at(off, &mut chunk[..n])?;
+                    m.write_at(off, &chunk[..n])?;
+                    off += n;
+                }
+                let mut hh = h;
+                hh[0] = OP_PONG;
+                m.write_at(0, &hh)?;
+                self.net.send(CHAN_CTL, src, m, false)?;
+            }
+            OP_PONG => self.state.lock().last_pong = a,
+            OP_BARRIER => {
+                let node = b as u16;
+                let mut s = self.state.lock();
+                if !s.arrivals.iter().any(|&x| x == (a, node)) {
+                    s.arrivals.push((a, node), GFP_KERNEL)?;
+                }
+            }
+            OP_RELEASE => self.state.lock().released.push(a, GFP_KERNEL)?,
+            _ => return Err(EINVAL),
+        }
+        Ok(())
+    }
+}
+
+impl ChannelHandler for SelfTest {
+    fn receive(&self, channel: u16, src: u16, msg: Arc<MsgBuf>) {
+        // Runs in the engine thread: only non-blocking sends from here.
+        if channel == CHAN_DATA {
+            let (ok, crc) = check_pattern(&msg);
+            {
+                let mut s = self.state.lock();
+                if ok {
+                    s.received_ok += 1;
+                } else {
+                    s.received_bad += 1;
+                }
+            }
+            if !ok {
+                pr_warn!("treenet selftest: corrupt message of {} bytes from node {src}\n", msg.len());
+            }
+            let verdict = ctl(OP_VERDICT, msg.len() as u32, u32::from(ok), crc, 0);
+            if let Ok(v) = verdict {
+                let _ = self.net.send(CHAN_CTL, src, v, false);
+            }
+        } else if self.on_ctl(src, &msg).is_err() {
+            pr_warn!("treenet selftest: bad control message from node {src}\n");
+        }
+    }
+
+    fn peer_event(&self, node: u16, up: bool) {
+        let mut s = self.state.lock();
+        if s.events.len() >= 64 {
+            let _ = s.events.remove(0);
+        }
+        let _ = s.events.push((node, up), GFP_KERNEL);
+    }
+}

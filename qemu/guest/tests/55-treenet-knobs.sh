@@ -1,0 +1,17 @@
+# Every treenet knob refuses bad values with EINVAL and keeps its value.
+. /zoid/tests/treenet-lib.sh
+bad() { # knob value
+  old=$(cat $T/$1)
+  if (echo "$2" > $T/$1) 2>/dev/null; then echo "$1 accepted '$2'"; exit 1; fi
+  [ "$(cat $T/$1)" = "$old" ] || { echo "$1 changed on a bad write"; exit 1; }
+}
+bad packet_size 10; bad packet_size 70000; bad packet_size x
+bad ack_threshold -1; bad window 0; bad window 129
+bad rto_min_ms 0; bad rto_max_ms 600001; bad peer_timeout_ms 1
+bad max_msg_size 67108865; bad grant_slots 0
+bad drop_ppm 1000001; bad dup_ppm abc; bad reorder_ppm -5
+bad role boss; bad node_id 65535
+if (echo "no/such" > $T/bind) 2>/dev/null; then echo "bad name bound"; exit 1; fi
+if (echo nosuch0 > $T/bind) 2>/dev/null; then echo "missing device bound"; exit 1; fi
+if (echo "fly 1 2" > $T/selftest) 2>/dev/null; then echo "bad command ran"; exit 1; fi
+grep -q '^drop_bad_checksum 0$' $T/stats

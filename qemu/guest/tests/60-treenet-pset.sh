@@ -1,0 +1,25 @@
+# Messages of 1 B .. 4 MiB, CN -> ION and ION -> CN, in both framing
+# modes (ZOID's 240-byte packets and MTU-sized frames), each verified by
+# its receiver.  Every node of the pset runs this in step (barriers).
+. /zoid/tests/treenet-lib.sh
+echo 3000 > $T/peer_timeout_ms
+tag=600
+for ps in 240 0; do
+  echo $ps > $T/packet_size
+  barrier $tag; tag=$((tag + 1))
+  if [ "$ZOID_ROLE" = cn ]; then
+    for size in $SIZES; do st send 0 $size 1 > /dev/null; done
+    echo "packet_size=$ps cn->ion: $(st send 0 1048576 2)"
+  fi
+  barrier $tag; tag=$((tag + 1))
+  if [ "$ZOID_ROLE" = ion ]; then
+    for cn in $(seq 1 "$ZOID_CNS"); do
+      for size in $SIZES; do st send $cn $size 1 > /dev/null; done
+    done
+    echo "packet_size=$ps ion->cn: $(st send 1 1048576 2)"
+  fi
+  barrier $tag; tag=$((tag + 1))
+done
+echo 0 > $T/packet_size
+[ "$(awk '$1 == "received_bad" { print $2 }' $T/selftest_events)" = 0 ]
+[ "$(stat drop_bad_checksum)" = 0 ]

@@ -1,0 +1,15 @@
+# Last treenet test: the ION leaves (it powers off after this), and every
+# CN's upper layers get a peer-down notification within peer_timeout_ms.
+. /zoid/tests/treenet-lib.sh
+echo 2000 > $T/peer_timeout_ms
+barrier 900
+[ "$ZOID_ROLE" = ion ] && exit 0
+i=0
+until grep -q '^down 0$' $T/selftest_events; do
+  i=$((i + 1))
+  [ $i -lt 300 ] || { echo "no peer-down notification after 30 s"; cat $T/peers; exit 1; }
+  sleep 0.1
+done
+silent=$(awk '$1 == "down" && $2 == 0 { sub("silent_ms=", "", $3); print $3 }' $T/peer_log | tail -1)
+echo "ION down after ${silent} ms of silence (peer_timeout_ms=2000)"
+[ "$silent" -le 3000 ]

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Every C shim of rust/zoid_kernel, for a module's own shim to #include
+ * (each module links its own module-local copy: they are not exported).
+ */
+#include "kthread.c"
+#include "netlink.c"

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zoid_kernel C shim: raw frames of one ethertype on one netdevice.
+ *
+ * `linux/netdevice.h` has no Rust bindings in 7.3, so registration of the
+ * packet_type and transmission live here; the Rust side is
+ * rust/zoid_kernel/netlink.rs.  Received frames are linearised and queued
+ * (bounded) in softirq context, and the owner's thread is kicked; the
+ * owner dequeues and parses them in process context.
+ */
+#include <linux/etherdevice.h>
+#include <linux/netdevice.h>
+#include <linux/if_arp.h>
+#include <linux/pkt_sched.h>
+#include <linux/skbuff.h>
+
+#include "zoid_kernel_shim.h"
+
+
+struct zk_netlink {
+	struct packet_type pt;
+	struct net_device *dev;
+	netdevice_tracker tracker;
+	struct sk_buff_head rxq;
+	unsigned int rxq_limit;
+	struct zk_thread *kick;
+	atomic64_t rx_overflow;
+	atomic64_t tx_errors;
+};
+
+static int zk_netlink_rcv(struct sk_buff *skb, struct net_device *dev,
+			  struct packet_type *pt, struct net_device *orig_dev)
+{
+	struct zk_netlink *l = container_of(pt, struct zk_netlink, pt);
+
+	if (skb->pkt_type == PACKET_OTHERHOST || skb->pkt_type == PACKET_LOOPBACK)
+		goto drop;
+	skb = skb_share_check(skb, GFP_ATOMIC);
+	if (!skb)
+		return NET_RX_DROP;
+	if (skb_queue_len_lockless(&l->rxq) >= l->rxq_limit ||
+	    skb_linearize(skb)) {
+		atomic64_inc(&l->rx_overflow);
+		goto drop;
+	}
+	skb_queue_tail(&l->rxq, skb);
+	zk_thread_kick(l->kick);
+	return NET_RX_SUCCESS;
+drop:
+	kfree_skb(skb);
+	return NET_RX_DROP;
+}
+
+/* Binds to ifname; frames of `ethertype` are queued and `kick` woken. */
+struct zk_netlink *zk_netlink_open(const char *ifname, u16 ethertype,
+				   unsigned int rxq_limit,
+				   struct zk_thread *kick, int *err)
+{
+	struct zk_netlink *l = kzalloc(sizeof(*l), GFP_KERNEL);
+
+	if (!l) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	l->dev = netdev_get_by_name(&init_net, ifname, &l->tracker, GFP_KERNEL);
+	if (!l->dev) {
+		kfree(l);
+		*err = -ENODEV;
+		return NULL;
+	}
+	if (l->dev->type != ARPHRD_ETHER) {
+		netdev_put(l->dev, &l->tracker);
+		kfree(l);
+		*err = -EPROTONOSUPPORT;
+		return NULL;
+	}
+	skb_queue_head_init(&l->rxq);
+	l->rxq_limit = rxq_limit;
+	l->kick = kick;
+	l->pt.type = htons(ethertype);
+	l->pt.dev = l->dev;
+	l->pt.func = zk_netlink_rcv;
+	dev_add_pack(&l->pt);
+	*err = 0;
+	return l;
+}
+
+void zk_netlink_close(struct zk_netlink *l)
+{
+	dev_remove_pack(&l->pt); /* waits for receivers in flight */
+	skb_queue_purge(&l->rxq);
+	netdev_put(l->dev, &l->tracker);
+	kfree(l);
+}
+
+struct sk_buff *zk_netlink_rx(struct zk_netlink *l)
+{
+	return skb_dequeue(&l->rxq);
+}
+
+const u8 *zk_skb_data(const struct sk_buff *skb, unsigned int *len)
+{
+	*len = skb->len;
+	return skb->data;
+}
+
+void zk_skb_src_mac(const struct sk_buff *skb, u8 *mac)
+{
+	ether_addr_copy(mac, eth_hdr(skb)->h_source);
+}
+
+void zk_skb_free(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
+unsigned int zk_netlink_mtu(const struct zk_netlink *l)
+{
+	return READ_ONCE(l->dev->mtu);
+}
+
+int zk_netlink_ifindex(const struct zk_netlink *l)
+{
+	return l->dev->ifindex;
+}
+
+const char *zk_netlink_name(const struct zk_netlink *l)
+{
+	return l->dev->name;
+}
+
+bool zk_netlink_running(const struct zk_netlink *l)
+{
+	return netif_running(l->dev) && netif_carrier_ok(l->dev);
+}
+
+u64 zk_netlink_rx_overflow(const struct zk_netlink *l)
+{
+	return atomic64_read(&l->rx_overflow);
+}
+
+u64 zk_netlink_tx_errors(const struct zk_netlink *l)
+{
+	return atomic64_read(&l->tx_errors);
+}
+
+/* A frame of `len` bytes to fill, or NULL (no memory). */
+struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 **data)
+{
+	struct net_device *dev = l->dev;
+	int hlen = LL_RESERVED_SPACE(dev);
+	struct sk_buff *skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_KERNEL);
+
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, hlen);
+	skb_reset_network_header(skb);
+	*data = skb_put(skb, len);
+	skb->dev = dev;
+	skb->protocol = l->pt.type;
+	skb->priority = TC_PRIO_CONTROL;
+	return skb;
+}
+
+/* Sends (and consumes) a frame from zk_netlink_tx_alloc to `dst` (a MAC). */
+int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst)
+{
+	int err = dev_hard_header(skb, l->dev, ntohs(l->pt.type), dst,
+				  l->dev->dev_addr, skb->len);
+
+	if (err < 0) {
+		kfree_skb(skb);
+		atomic64_inc(&l->tx_errors);
+		return -EINVAL;
+	}
+	err = dev_queue_xmit(skb);
+	if (err != NET_XMIT_SUCCESS) {
+		atomic64_inc(&l->tx_errors);
+		return -ENOBUFS;
+	}
+	return 0;
+}
+
+void zk_netlink_tx_discard(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
