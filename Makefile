@@ -12,6 +12,8 @@
 #                                    build the four .ko (into out/<arch>-<flavor>/)
 #   make host-test                   cargo test of the no_std protocol crate
 #   make fmt                         rustfmt every Rust file
+#   make bench-treenet               treenet vs TCP between 2 VMs (x86_64 release pset),
+#                                    ends with RATIO lines (> 1: treenet better)
 #   make clean
 #
 # Building against your own kernel: `make modules KDIR=/path/to/prepared/7.x/tree`
@@ -22,7 +24,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test fmt clean
+.PHONY: run check setup kernel modules host-test fmt clean bench-treenet
 
 run:
 	@scripts/run.sh
@@ -38,6 +40,9 @@ kernel: setup
 
 modules:
 	@scripts/build-modules.sh $(ZOID_ARCH) $(FLAVOR) $(KDIR)
+
+bench-treenet:
+	@scripts/bench-treenet.sh
 
 host-test:
 	cargo test --locked --manifest-path rust/zoid_proto/Cargo.toml

@@ -8,7 +8,8 @@ Steps (each counted; a failure does not stop the later independent steps):
   * rustfmt (kernel's .rustfmt.toml) on every kernel-side Rust file;
   * per arch (x86_64 debug, ppc32 debug): kernel build (cached), module build
     with warnings as errors and clippy (W=e CLIPPY=1), then a pset boot where
-    every node runs the in-guest integration tests; every KUnit test case and
+    every node runs the in-guest integration tests (x86_64: ION + 2 CNs,
+    ppc32: ION + 1 CN); every KUnit test case and
     every in-guest test on every node counts, and each node counts once more
     for its health (modules loaded and unloaded, no splat, no leak).
 
@@ -109,7 +110,8 @@ def arch_checks(arch, flavor="debug"):
     if not ok:
         return
     logdir = os.path.join(OUT, f"{arch}-pset")
-    cns = "2"
+    # x86_64: a 3-VM pset (ION + 2 CNs); ppc32: a 2-VM pset (ION + 1 CN).
+    cns = "2" if arch == "x86_64" else "1"
     t0 = time.time()
     ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
                  "--cns", cns, "--kdir", kdir, "--timeout", "900", "--log", logdir,

@@ -13,7 +13,7 @@
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
-use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, random_u32};
+use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
 use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
 use crate::zoid_proto::treenet::grant::{GrantQueue, Request};
@@ -81,7 +81,7 @@ impl Knobs {
         Self {
             packet_size: Atomic::new(0),
             ack_threshold: Atomic::new(16),
-            window: Atomic::new(64),
+            window: Atomic::new(128),
             rto_min_ms: Atomic::new(20),
             rto_max_ms: Atomic::new(2000),
             peer_timeout_ms: Atomic::new(5000),
@@ -268,6 +268,9 @@ struct Inner {
     pset: u16,
     epoch: u32,
     links: KVec<Option<Link>>,
+    /// Our session id on each link, announced in hellos; renewed when we
+    /// lose the neighbour there, so it resets its side too.
+    link_epoch: KVec<u32>,
     neighbors: KVec<Neighbor>,
     channels: KVec<Channel>,
     chan_stats: KVec<ChannelStats>,
@@ -333,7 +336,7 @@ fn lane_rx(win: usize) -> Result<RxLane> {
 }
 
 fn now_us() -> u32 {
-    (now_ns() / 1000) as u32
+    div_u64(now_ns(), 1000) as u32
 }
 
 fn count(c: &Atomic<u64>) {
@@ -354,6 +357,7 @@ impl Treenet {
             pset: 0,
             epoch: random_u32() | 1,
             links: KVec::new(),
+            link_epoch: KVec::new(),
             neighbors: KVec::new(),
             channels: KVec::new(),
             chan_stats,
@@ -403,6 +407,9 @@ impl Treenet {
             g.pset = p;
         }
         g.epoch = random_u32() | 1;
+        for e in g.link_epoch.iter_mut() {
+            *e = random_u32() | 1;
+        }
         g.hello_now = true;
         drop(g);
         self.kick();
@@ -435,10 +442,20 @@ impl Treenet {
         if dup {
             return Err(EEXIST);
         }
-        match g.links.iter().position(|l| l.is_none()) {
-            Some(i) => g.links[i] = Some(link),
-            None => g.links.push(Some(link), GFP_KERNEL)?,
+        let i = match g.links.iter().position(|l| l.is_none()) {
+            Some(i) => {
+                g.links[i] = Some(link);
+                i
+            }
+            None => {
+                g.links.push(Some(link), GFP_KERNEL)?;
+                g.links.len() - 1
+            }
+        };
+        while g.link_epoch.len() <= i {
+            g.link_epoch.push(0, GFP_KERNEL)?;
         }
+        g.link_epoch[i] = random_u32() | 1;
         g.hello_now = true;
         drop(g);
         self.kick();
@@ -544,7 +561,7 @@ impl Treenet {
                 role: n.role,
                 hops: n.hops,
                 up: n.up,
-                silent_ms: now.saturating_sub(n.last_rx_ns) / 1_000_000,
+                silent_ms: ns_to_ms(now.saturating_sub(n.last_rx_ns)),
                 rto_us: n.tx[0].win.rto.rto(),
                 queued_bytes: n.queued_bytes,
                 below: n.below.len(),
@@ -586,7 +603,6 @@ impl Treenet {
     }
 
     /// Whether `node` is currently reachable.
-    #[allow(dead_code)] // For upper layers (zoid, ssi).
     pub(crate) fn reachable(&self, node: u16) -> bool {
         let g = self.inner.lock();
         g.route(node).is_some()
@@ -614,15 +630,26 @@ impl Treenet {
     /// below this one).  With `block`, waits while the destination's queue
     /// is over its memory bound; otherwise fails with `EAGAIN`.
     pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
+        self.send_shared(channel, dst, Arc::new(msg, GFP_KERNEL)?, block)
+    }
+
+    /// Like [`Treenet::send`], for a message the caller keeps a reference to
+    /// (it must not change until every send of it completed).
+    pub(crate) fn send_shared(
+        &self,
+        channel: u16,
+        dst: u16,
+        buf: Arc<MsgBuf>,
+        block: bool,
+    ) -> Result {
         if usize::from(channel) >= MAX_CHANNELS {
             return Err(EINVAL);
         }
         let max = self.knobs.max_msg_size.load(Relaxed) as usize;
-        if msg.len() > max {
+        if buf.len() > max {
             return Err(EMSGSIZE);
         }
-        let len = msg.len();
-        let buf = Arc::new(msg, GFP_KERNEL)?;
+        let len = buf.len();
         let mut g = self.inner.lock();
         loop {
             let bound = 2 * max + (1 << 20);
@@ -735,7 +762,11 @@ impl Treenet {
             }
         }
         let looped = core::mem::take(&mut g.loop_frames);
-        if let Some(li) = g.links.iter().position(|l| matches!(l, Some(Link::Loopback))) {
+        if let Some(li) = g
+            .links
+            .iter()
+            .position(|l| matches!(l, Some(Link::Loopback)))
+        {
             for f in looped.iter() {
                 g.handle_frame(k, s, li, [0; 6], f, now);
             }
@@ -755,10 +786,16 @@ impl Treenet {
                 pr_info!(
                     "treenet: node {} is down (silent {} ms)\n",
                     g.neighbors[i].node,
-                    now.saturating_sub(g.neighbors[i].last_rx_ns) / 1_000_000
+                    ns_to_ms(now.saturating_sub(g.neighbors[i].last_rx_ns))
                 );
                 g.neighbor_down(i, s);
+                let li = g.neighbors[i].link;
                 let _ = g.neighbors.remove(i);
+                // A new session on that link: the neighbour (if alive) resets too.
+                if let Some(e) = g.link_epoch.get_mut(li) {
+                    *e = random_u32() | 1;
+                }
+                g.hello_now = true;
                 continue;
             }
             i += 1;
@@ -770,7 +807,7 @@ impl Treenet {
         g.flush_held(s);
         // Next wake-up: the earliest retransmission, hello or timeout.
         let nowu = now_us();
-        let mut next_us: u64 = hello_every / 1000;
+        let mut next_us: u64 = div_u64(hello_every, 1000);
         for n in g.neighbors.iter() {
             for l in n.tx.iter() {
                 if let Some(t) = l.win.next_due_in(nowu) {
@@ -781,7 +818,7 @@ impl Treenet {
         let more = more_rx || more_tx || !g.loop_frames.is_empty() || !g.events.is_empty();
         drop(g);
         self.flush_events();
-        (ms_to_jiffies(next_us.div_ceil(1000)), more)
+        (ms_to_jiffies(div_u64(next_us + 999, 1000)), more)
     }
 }
 
@@ -822,7 +859,7 @@ impl Inner {
         if let Some(i) = self
             .neighbors
             .iter()
-            .position(|n| n.up && n.below.iter().any(|&b| b == dst))
+            .position(|n| n.up && n.below.contains(&dst))
         {
             return Some(i);
         }
@@ -864,15 +901,28 @@ impl Inner {
     }
 
     fn payload_for(&self, k: &Knobs, link: usize) -> usize {
-        let mtu = self.links.get(link).and_then(|l| l.as_ref()).map_or(LOOPBACK_MTU, |l| l.mtu());
-        let max = mtu.saturating_sub(HEADER_LEN).clamp(MIN_PACKET_PAYLOAD, u16::MAX as usize);
+        let mtu = self
+            .links
+            .get(link)
+            .and_then(|l| l.as_ref())
+            .map_or(LOOPBACK_MTU, |l| l.mtu());
+        let max = mtu
+            .saturating_sub(HEADER_LEN)
+            .clamp(MIN_PACKET_PAYLOAD, u16::MAX as usize);
         match k.packet_size.load(Relaxed) as usize {
             0 => max,
             p => p.clamp(MIN_PACKET_PAYLOAD, max),
         }
     }
 
-    fn enqueue(&mut self, k: &Knobs, s: &Stats, ni: usize, header: MsgHeader, buf: Arc<MsgBuf>) -> Result {
+    fn enqueue(
+        &mut self,
+        k: &Knobs,
+        s: &Stats,
+        ni: usize,
+        header: MsgHeader,
+        buf: Arc<MsgBuf>,
+    ) -> Result {
         let payload = self.payload_for(k, self.neighbors[ni].link);
         let frames = frame_count(buf.len(), payload);
         let threshold = k.ack_threshold.load(Relaxed) as usize;
@@ -995,7 +1045,7 @@ impl Inner {
                 .find(|n| n.link == li)
                 .map_or(0, |n| n.epoch);
             let h = Hello {
-                epoch: self.epoch,
+                epoch: self.link_epoch.get(li).copied().unwrap_or(self.epoch),
                 peer_epoch,
                 pset: self.pset,
                 role: self.role,
@@ -1078,7 +1128,9 @@ impl Inner {
         count(&s.frames_sent);
         match self.links.get(li).and_then(|l| l.as_ref()) {
             Some(Link::Net(n)) => {
-                if n.send(mac, frame.len(), |b| b.copy_from_slice(&frame)).is_err() {
+                if n.send(mac, frame.len(), |b| b.copy_from_slice(&frame))
+                    .is_err()
+                {
                     count(&s.tx_errors);
                 }
             }
@@ -1094,12 +1146,17 @@ impl Inner {
     }
 
     /// Builds and sends frame `seq` of lane `lane` to neighbour `ni`.
+    ///
+    /// Without fault injection the frame is built straight into the skb:
+    /// one copy from the message's pages, checksummed in place.
     fn send_frame(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane, seq: u32) {
         let n = &self.neighbors[ni];
         let l = &n.tx[lane.index()];
-        let Some(m) = l.msgs.iter().find(|m| {
-            m.sent > 0 && seq.wrapping_sub(m.first_seq) < m.sent as u32
-        }) else {
+        let Some(m) = l
+            .msgs
+            .iter()
+            .find(|m| m.sent > 0 && seq.wrapping_sub(m.first_seq) < m.sent as u32)
+        else {
             return;
         };
         let index = seq.wrapping_sub(m.first_seq) as usize;
@@ -1107,13 +1164,37 @@ impl Inner {
             return;
         };
         let hdr = FrameHeader::data(self.node_id, n.node, lane, seq, spec.flags);
+        let mh = m.header.encode();
+        let first: &[u8] = if index == 0 { &mh } else { &[] };
+        let faults =
+            k.drop_ppm.load(Relaxed) | k.dup_ppm.load(Relaxed) | k.reorder_ppm.load(Relaxed);
+        if faults == 0 && self.held.is_none() {
+            if let Some(Some(Link::Net(link))) = self.links.get(n.link) {
+                let total = HEADER_LEN + first.len() + spec.len;
+                let mut ok = true;
+                let sent = link.send(&n.mac, total, |b| {
+                    let (h, p) = b.split_at_mut(HEADER_LEN);
+                    let (p1, p2) = p.split_at_mut(first.len());
+                    p1.copy_from_slice(first);
+                    ok = m.buf.read_at(spec.offset, p2).is_ok();
+                    if let Ok(h) = <&mut [u8; HEADER_LEN]>::try_from(h) {
+                        hdr.encode(&[p], h);
+                    }
+                });
+                count(&s.frames_sent);
+                if sent.is_err() || !ok {
+                    count(&s.tx_errors);
+                }
+                return;
+            }
+        }
         let mut data = KVec::new();
-        if data.resize(spec.len, 0, GFP_KERNEL).is_err() || m.buf.read_at(spec.offset, &mut data).is_err() {
+        if data.resize(spec.len, 0, GFP_KERNEL).is_err()
+            || m.buf.read_at(spec.offset, &mut data).is_err()
+        {
             count(&s.drop_nomem);
             return;
         }
-        let mh = m.header.encode();
-        let first: &[u8] = if index == 0 { &mh } else { &[] };
         let (li, mac) = (n.link, n.mac);
         self.emit(k, s, li, mac, &hdr, first, &data);
     }
@@ -1134,7 +1215,9 @@ impl Inner {
                 }
                 for q in due {
                     count(&s.retransmits);
-                    self.neighbors[ni].tx[lane.index()].win.on_retransmit(q, now);
+                    self.neighbors[ni].tx[lane.index()]
+                        .win
+                        .on_retransmit(q, now);
                     self.send_frame(k, s, ni, lane, q);
                 }
             }
@@ -1239,7 +1322,10 @@ impl Inner {
             count(&s.drop_not_for_us);
             return;
         }
-        let Some(ni) = self.neighbor(h.src).filter(|&i| self.neighbors[i].link == li && self.neighbors[i].up) else {
+        let Some(ni) = self
+            .neighbor(h.src)
+            .filter(|&i| self.neighbors[i].link == li && self.neighbors[i].up)
+        else {
             count(&s.drop_unknown_node);
             return;
         };
@@ -1290,6 +1376,13 @@ impl Inner {
                 }
             },
         };
+        let mine = self.link_epoch.get(li).copied().unwrap_or(self.epoch);
+        // The session is established once the neighbour echoes our epoch;
+        // until then no data flows (frames of an older session are dropped).
+        let established = hello.peer_epoch == mine;
+        if !established {
+            self.hello_now = true;
+        }
         let n = &mut self.neighbors[ni];
         n.last_rx_ns = now;
         n.role = hello.role;
@@ -1298,7 +1391,7 @@ impl Inner {
         for &b in &hello.below[..usize::from(hello.n_below)] {
             let _ = n.below.push(b, GFP_KERNEL);
         }
-        if !n.up {
+        if !n.up && established {
             n.up = true;
             count(&s.peer_up);
             let node = n.node;
@@ -1314,12 +1407,11 @@ impl Inner {
             };
             let _ = self.events.push(Event::Peer { node, up: true }, GFP_KERNEL);
             for b in below {
-                let _ = self.events.push(Event::Peer { node: b, up: true }, GFP_KERNEL);
+                let _ = self
+                    .events
+                    .push(Event::Peer { node: b, up: true }, GFP_KERNEL);
             }
             // Tell the new neighbour about us right away.
-            self.hello_now = true;
-        }
-        if hello.peer_epoch != self.epoch {
             self.hello_now = true;
         }
     }
@@ -1335,7 +1427,10 @@ impl Inner {
             below: KVec::new(),
             last_rx_ns: 0,
             up: false,
-            tx: [lane_tx(64, 20_000, 2_000_000)?, lane_tx(64, 20_000, 2_000_000)?],
+            tx: [
+                lane_tx(64, 20_000, 2_000_000)?,
+                lane_tx(64, 20_000, 2_000_000)?,
+            ],
             rx: [lane_rx(128)?, lane_rx(128)?],
             rdv_wait: KVec::new(),
             rts_out: 0,
@@ -1356,7 +1451,7 @@ impl Inner {
     }
 
     fn neighbor_down(&mut self, ni: usize, s: &Stats) {
-        let silent_ms = now_ns().saturating_sub(self.neighbors[ni].last_rx_ns) / 1_000_000;
+        let silent_ms = ns_to_ms(now_ns().saturating_sub(self.neighbors[ni].last_rx_ns));
         if self.neighbors[ni].up {
             self.log_peer(self.neighbors[ni].node, false, silent_ms);
         }
@@ -1377,10 +1472,14 @@ impl Inner {
         self.grants.forget_peer(node);
         if was_up {
             count(&s.peer_down);
-            let _ = self.events.push(Event::Peer { node, up: false }, GFP_KERNEL);
+            let _ = self
+                .events
+                .push(Event::Peer { node, up: false }, GFP_KERNEL);
             let below = core::mem::take(&mut self.neighbors[ni].below);
             for b in below {
-                let _ = self.events.push(Event::Peer { node: b, up: false }, GFP_KERNEL);
+                let _ = self
+                    .events
+                    .push(Event::Peer { node: b, up: false }, GFP_KERNEL);
             }
         }
     }
@@ -1398,8 +1497,8 @@ impl Inner {
         let base = l.win.base();
         let mut freed = 0usize;
         while let Some(m) = l.msgs.first() {
-            let done = m.sent == m.frames
-                && (base.wrapping_sub(m.first_seq) as i32) >= m.frames as i32;
+            let done =
+                m.sent == m.frames && (base.wrapping_sub(m.first_seq) as i32) >= m.frames as i32;
             if !done {
                 break;
             }
@@ -1411,7 +1510,16 @@ impl Inner {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn handle_data(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane, seq: u32, flags: u8, payload: &[u8]) {
+    fn handle_data(
+        &mut self,
+        k: &Knobs,
+        s: &Stats,
+        ni: usize,
+        lane: Lane,
+        seq: u32,
+        flags: u8,
+        payload: &[u8],
+    ) {
         let r = &mut self.neighbors[ni].rx[lane.index()];
         r.ack_pending = true;
         match r.win.classify(seq) {
@@ -1466,7 +1574,11 @@ impl Inner {
         if let Some(h) = step.start {
             let n = &mut self.neighbors[ni];
             let granted = match n.granted.take() {
-                Some((id, buf)) if lane == Lane::Bulk && id == h.id && buf.len() == h.len as usize => Some(buf),
+                Some((id, buf))
+                    if lane == Lane::Bulk && id == h.id && buf.len() == h.len as usize =>
+                {
+                    Some(buf)
+                }
                 other => {
                     n.granted = other;
                     None

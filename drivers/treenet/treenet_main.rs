@@ -23,6 +23,7 @@ mod zoid_kernel;
 #[path = "../../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
 
+mod api;
 mod engine;
 mod selftest;
 
@@ -77,7 +78,15 @@ fn parse_role(input: &[u8]) -> Result<Role> {
 }
 
 fn show_role(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
-    writeln!(w, "{}", if c.net.identity().1 == Role::Ion { "ion" } else { "cn" })
+    writeln!(
+        w,
+        "{}",
+        if c.net.identity().1 == Role::Ion {
+            "ion"
+        } else {
+            "cn"
+        }
+    )
 }
 
 fn store_role(c: &Ctx, input: &[u8]) -> Result {
@@ -98,7 +107,10 @@ fn store_pset(c: &Ctx, input: &[u8]) -> Result {
 /// A device name written by a user, as a C string.
 fn ifname(input: &[u8]) -> Result<CString> {
     let name = core::str::from_utf8(input).map_err(|_| EINVAL)?.trim();
-    if name.is_empty() || name.len() >= 16 || name.contains(|ch: char| ch == '/' || ch.is_whitespace()) {
+    if name.is_empty()
+        || name.len() >= 16
+        || name.contains(|ch: char| ch == '/' || ch.is_whitespace())
+    {
         return Err(EINVAL);
     }
     CString::try_from_fmt(fmt!("{name}"))
@@ -108,7 +120,13 @@ fn show_links(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     let mut r = Ok(());
     c.net.for_each_link(|name, mtu, up| {
         if r.is_ok() {
-            r = writeln!(w, "{} mtu={} {}", name.to_str().unwrap_or("?"), mtu, if up { "up" } else { "down" });
+            r = writeln!(
+                w,
+                "{} mtu={} {}",
+                name.to_str().unwrap_or("?"),
+                mtu,
+                if up { "up" } else { "down" }
+            );
         }
     });
     r
@@ -123,7 +141,10 @@ fn store_unbind(c: &Ctx, input: &[u8]) -> Result {
 }
 
 fn show_peers(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
-    writeln!(w, "node link role hops state silent_ms rto_us queued_bytes below")?;
+    writeln!(
+        w,
+        "node link role hops state silent_ms rto_us queued_bytes below"
+    )?;
     let mut r = Ok(());
     c.net.for_each_peer(|p| {
         if r.is_ok() {
@@ -149,7 +170,13 @@ fn show_peer_log(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     let mut r = Ok(());
     c.net.for_each_peer_log(|node, up, silent_ms| {
         if r.is_ok() {
-            r = writeln!(w, "{} {} silent_ms={}", if up { "up" } else { "down" }, node, silent_ms);
+            r = writeln!(
+                w,
+                "{} {} silent_ms={}",
+                if up { "up" } else { "down" },
+                node,
+                silent_ms
+            );
         }
     });
     r
@@ -169,7 +196,10 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
 }
 
 fn show_channels(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
-    writeln!(w, "channel registered msgs_sent bytes_sent msgs_received bytes_received")?;
+    writeln!(
+        w,
+        "channel registered msgs_sent bytes_sent msgs_received bytes_received"
+    )?;
     let mut r = Ok(());
     c.net.channel_stats(|id, s, registered| {
         if r.is_ok() {
@@ -230,14 +260,38 @@ macro_rules! knob {
     };
 }
 
-knob!(show_ack_threshold, store_ack_threshold, ack_threshold, 0, 1_000_000);
+knob!(
+    show_ack_threshold,
+    store_ack_threshold,
+    ack_threshold,
+    0,
+    1_000_000
+);
 knob!(show_window, store_window, window, 1, 128);
-knob!(show_peer_timeout, store_peer_timeout, peer_timeout_ms, 100, 3_600_000);
-knob!(show_max_msg, store_max_msg, max_msg_size, 16, engine::MAX_MSG_LIMIT as u64);
+knob!(
+    show_peer_timeout,
+    store_peer_timeout,
+    peer_timeout_ms,
+    100,
+    3_600_000
+);
+knob!(
+    show_max_msg,
+    store_max_msg,
+    max_msg_size,
+    16,
+    engine::MAX_MSG_LIMIT as u64
+);
 knob!(show_grant_slots, store_grant_slots, grant_slots, 1, 64);
 knob!(show_drop_ppm, store_drop_ppm, drop_ppm, 0, 1_000_000);
 knob!(show_dup_ppm, store_dup_ppm, dup_ppm, 0, 1_000_000);
-knob!(show_reorder_ppm, store_reorder_ppm, reorder_ppm, 0, 1_000_000);
+knob!(
+    show_reorder_ppm,
+    store_reorder_ppm,
+    reorder_ppm,
+    0,
+    1_000_000
+);
 
 fn show_packet_size(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{}", c.net.knobs.packet_size.load(Relaxed))
@@ -344,9 +398,14 @@ fn param_str(p: *const c_char) -> &'static [u8] {
 
 impl kernel::Module for TreenetModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        api::init_slot();
         // SAFETY: the accessors read module parameters set before init.
         let (node_id, role, pset) = unsafe {
-            (treenet_param_node_id(), treenet_param_role(), treenet_param_pset())
+            (
+                treenet_param_node_id(),
+                treenet_param_role(),
+                treenet_param_pset(),
+            )
         };
         let role = match param_str(role) {
             b"" => Role::Cn,
@@ -369,11 +428,19 @@ impl kernel::Module for TreenetModule {
         let devices = param_str(unsafe { treenet_param_devices() });
         for dev in devices.split(|&b| b == b',').filter(|d| !d.is_empty()) {
             if let Err(e) = net.bind(&ifname(dev)?) {
-                pr_err!("treenet: cannot bind {}: {e:?}\n", core::str::from_utf8(dev).unwrap_or("?"));
+                pr_err!(
+                    "treenet: cannot bind {}: {e:?}\n",
+                    core::str::from_utf8(dev).unwrap_or("?")
+                );
                 return Err(e);
             }
         }
-        this.sysfs = Some(SysfsDir::new(c"treenet", Arc::new(Ctx { net, selftest }, GFP_KERNEL)?, &ATTRS)?);
+        api::publish(Some(net.clone()));
+        this.sysfs = Some(SysfsDir::new(
+            c"treenet",
+            Arc::new(Ctx { net, selftest }, GFP_KERNEL)?,
+            &ATTRS,
+        )?);
         pr_info!("treenet {SUITE_VERSION} loaded (node {node_id})\n");
         Ok(this)
     }
@@ -383,6 +450,7 @@ impl Drop for TreenetModule {
     fn drop(&mut self) {
         // No new commands, then no upper layers, no links, no engine.
         self.sysfs = None;
+        api::publish(None);
         self.selftest.unregister();
         self.net.unbind_all();
         self.engine = None;
@@ -493,6 +561,193 @@ mod tests {
         assert_eq!(c.selftest.run(b"launch rockets"), Err(EINVAL));
         assert_eq!(c.selftest.run(b"send 1 10"), Err(EINVAL));
         c.selftest.unregister();
+        Ok(())
+    }
+}
+
+/// The protocol state machines, in the kernel (both endiannesses).
+#[kunit_tests(treenet_proto)]
+mod proto_tests {
+    use super::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
+    use super::zoid_proto::treenet::frag::{frame_count, frame_spec, Reassembler};
+    use super::zoid_proto::treenet::grant::{GrantQueue, Request};
+    use super::zoid_proto::treenet::wire::*;
+
+    #[test]
+    fn frames_round_trip_and_bad_ones_are_refused() {
+        let h = FrameHeader::data(3, 0, Lane::Bulk, 0x0102_0304, FLAG_FIRST);
+        let payload = [0x5au8; 40];
+        let mut f = [0u8; HEADER_LEN + 40];
+        let (hd, p) = f.split_at_mut(HEADER_LEN);
+        p.copy_from_slice(&payload);
+        if let Ok(hd) = <&mut [u8; HEADER_LEN]>::try_from(hd) {
+            h.encode(&[&payload], hd);
+        }
+        assert_eq!(&f[8..12], &[1, 2, 3, 4]); // big-endian on every arch
+        assert_eq!(parse(&f, 240), Ok((h, &payload[..])));
+        assert_eq!(parse(&f[..20], 240), Err(FrameError::Truncated));
+        assert_eq!(parse(&f, 16), Err(FrameError::Oversized));
+        f[30] ^= 1;
+        assert_eq!(parse(&f, 240), Err(FrameError::BadChecksum));
+    }
+
+    #[test]
+    fn a_message_fragments_and_reassembles() {
+        let len = 1000;
+        let hdr = MsgHeader {
+            origin: 1,
+            dst: 0,
+            channel: 5,
+            flags: 0,
+            len: len as u32,
+            id: 9,
+        };
+        let mut r = Reassembler::new();
+        let mut got = 0;
+        let n = frame_count(len, ZOID_PACKET_PAYLOAD);
+        assert_eq!(n, 5);
+        for i in 0..n {
+            let s =
+                frame_spec(i, len, ZOID_PACKET_PAYLOAD).unwrap_or(frame_spec(0, 0, 240).unwrap());
+            let mut p = [0u8; 256];
+            let mut at = 0;
+            if i == 0 {
+                p[..MSG_HEADER_LEN].copy_from_slice(&hdr.encode());
+                at = MSG_HEADER_LEN;
+            }
+            let step = r.feed(s.flags, &p[..at + s.len], 4096);
+            assert!(step.is_ok());
+            if let Ok(step) = step {
+                assert_eq!(step.offset, got);
+                got += step.data.len();
+                assert_eq!(step.complete, i + 1 == n);
+            }
+        }
+        assert_eq!(got, len);
+    }
+
+    #[test]
+    fn lanes_ack_selectively_and_retransmit_holes() {
+        let mut tx = SendWindow::new(0, 8, RtoEstimator::new(1000, 100, 100_000));
+        for t in 0..4 {
+            tx.on_send(t);
+        }
+        let mut rx = RecvWindow::new(0, 8);
+        assert_eq!(rx.classify(0), RxClass::InOrder);
+        rx.advance();
+        assert_eq!(rx.classify(2), RxClass::Future);
+        rx.mark(2);
+        assert_eq!(rx.classify(2), RxClass::Duplicate);
+        assert_eq!((rx.next_seq(), rx.sack()), (1, 0b1));
+        let out = tx.on_ack(rx.next_seq(), rx.sack(), 50);
+        assert_eq!(out.acked, 1);
+        let mut due = [u32::MAX; 4];
+        let mut n = 0;
+        tx.due(60, 5, |q| {
+            due[n] = q;
+            n += 1;
+        });
+        assert_eq!(&due[..n], &[1]);
+    }
+
+    #[test]
+    fn grants_are_fifo_and_one_per_peer() {
+        let mut g: GrantQueue<8> = GrantQueue::new(4);
+        let r = |peer, id| Request { peer, id, len: 1 };
+        assert!(g.push(r(1, 1)).is_ok());
+        assert!(g.push(r(1, 2)).is_ok());
+        assert!(g.push(r(2, 1)).is_ok());
+        assert_eq!(g.next_grant(), Some(r(1, 1)));
+        assert_eq!(g.next_grant(), Some(r(2, 1)));
+        assert_eq!(g.next_grant(), None);
+        assert!(g.complete(1, 1));
+        assert_eq!(g.next_grant(), Some(r(1, 2)));
+    }
+}
+
+/// The whole stack in one kernel: engine thread, loopback link, lanes,
+/// rendezvous and a channel handler.
+#[kunit_tests(treenet_loopback)]
+mod loopback_tests {
+    use super::engine::{ChannelHandler, Treenet};
+    use super::zoid_kernel::kthread::KThread;
+    use super::zoid_kernel::msgbuf::MsgBuf;
+    use super::zoid_proto::treenet::wire::Role;
+    use kernel::prelude::*;
+    use kernel::sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    };
+
+    struct Counter {
+        msgs: Atomic<u64>,
+        bytes: Atomic<u64>,
+        bad: Atomic<u64>,
+    }
+
+    impl ChannelHandler for Counter {
+        fn receive(&self, _channel: u16, _src: u16, msg: Arc<MsgBuf>) {
+            let mut b = [0u8; 1];
+            if !msg.is_empty() && (msg.read_at(msg.len() - 1, &mut b).is_err() || b[0] != 0xa5) {
+                self.bad.fetch_add(1, Relaxed);
+            }
+            self.msgs.fetch_add(1, Relaxed);
+            self.bytes.fetch_add(msg.len() as u64, Relaxed);
+        }
+        fn peer_event(&self, _node: u16, _up: bool) {}
+    }
+
+    #[test]
+    fn messages_loop_back_through_every_layer() -> Result {
+        let net = Treenet::new(7, Role::Ion)?;
+        let engine = KThread::spawn(c"treenet-kunit", net.clone())?;
+        let counter = Arc::new(
+            Counter {
+                msgs: Atomic::new(0),
+                bytes: Atomic::new(0),
+                bad: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?;
+        net.register_channel(9, counter.clone())?;
+        net.bind(c"loopback")?;
+        let mut waited = 0;
+        while !net.reachable(7) && waited < 50 {
+            net.wait_progress(100);
+            waited += 1;
+        }
+        assert!(net.reachable(7));
+        net.knobs.packet_size.store(240, Relaxed);
+        let sizes = [0usize, 1, 224, 225, 5000, 300_000];
+        let mut total = 0u64;
+        for &len in &sizes {
+            let mut m = MsgBuf::new(len, GFP_KERNEL)?;
+            if len > 0 {
+                m.write_at(len - 1, &[0xa5])?;
+            }
+            net.send(9, 7, m, true)?;
+            total += len as u64;
+        }
+        waited = 0;
+        while counter.msgs.load(Relaxed) < sizes.len() as u64 && waited < 100 {
+            net.wait_progress(100);
+            waited += 1;
+        }
+        assert_eq!(counter.msgs.load(Relaxed), sizes.len() as u64);
+        assert_eq!(counter.bytes.load(Relaxed), total);
+        assert_eq!(counter.bad.load(Relaxed), 0);
+        assert!(net.stats.rendezvous_waits.load(Relaxed) > 0);
+        assert_eq!(
+            net.send(9, 7, MsgBuf::new((4 << 20) + 1025, GFP_KERNEL)?, false),
+            Err(EMSGSIZE)
+        );
+        assert_eq!(
+            net.send(9, 99, MsgBuf::new(1, GFP_KERNEL)?, false),
+            Err(EHOSTUNREACH)
+        );
+        net.unregister_channel(9);
+        net.unbind_all();
+        drop(engine);
         Ok(())
     }
 }

@@ -40,5 +40,25 @@ int treenet_param_node_id(void) { return node_id; }
 const char *treenet_param_role(void) { return role; }
 int treenet_param_pset(void) { return pset; }
 
+/* The kernel API (drivers/treenet/api.rs, docs/treenet.md). */
+struct treenet_ops;
+struct treenet_msg;
 u64 treenet_abi_version(void);
+int treenet_register(u16 channel, const struct treenet_ops *ops, void *ctx);
+void treenet_unregister(u16 channel);
+int treenet_send(u16 channel, u16 dst, const u8 *data, size_t len, bool block);
+size_t treenet_msg_len(const struct treenet_msg *msg);
+int treenet_msg_read(const struct treenet_msg *msg, size_t offset, u8 *buf, size_t len);
+void treenet_msg_put(struct treenet_msg *msg);
+int treenet_node_id(void);
+bool treenet_reachable(u16 node);
+
 EXPORT_SYMBOL_GPL(treenet_abi_version);
+EXPORT_SYMBOL_GPL(treenet_register);
+EXPORT_SYMBOL_GPL(treenet_unregister);
+EXPORT_SYMBOL_GPL(treenet_send);
+EXPORT_SYMBOL_GPL(treenet_msg_len);
+EXPORT_SYMBOL_GPL(treenet_msg_read);
+EXPORT_SYMBOL_GPL(treenet_msg_put);
+EXPORT_SYMBOL_GPL(treenet_node_id);
+EXPORT_SYMBOL_GPL(treenet_reachable);

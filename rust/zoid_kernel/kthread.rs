@@ -7,8 +7,8 @@
 //! [`super::netlink::NetLink`]); [`KThread::spawn`] then starts the thread.
 //! Dropping the [`KThread`] stops the thread and waits for it.
 
-use kernel::ffi::{c_char, c_int, c_long, c_void};
 use core::ptr::NonNull;
+use kernel::ffi::{c_char, c_int, c_long, c_void};
 use kernel::{prelude::*, sync::Arc};
 
 /// The C shim's thread record (opaque).
@@ -105,6 +105,12 @@ pub(crate) struct KThread<T: ThreadBody> {
     body: Arc<T>,
 }
 
+/// The thread function the C shim runs.
+///
+/// # Safety
+///
+/// `data` must be the pointer of an `Arc<T>` kept alive until the thread
+/// has stopped.
 unsafe extern "C" fn trampoline<T: ThreadBody>(data: *mut c_void) -> c_int {
     // SAFETY: `data` is the `Arc<T>` pointer given to `zk_thread_start`;
     // `KThread` keeps that reference alive until the thread has stopped.

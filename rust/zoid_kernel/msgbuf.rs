@@ -21,7 +21,10 @@ impl MsgBuf {
         let n = len.div_ceil(PAGE_SIZE);
         let mut pages = KVec::with_capacity(n, flags)?;
         for _ in 0..n {
-            pages.push(Page::alloc_page(flags | kernel::alloc::flags::__GFP_ZERO)?, flags)?;
+            pages.push(
+                Page::alloc_page(flags | kernel::alloc::flags::__GFP_ZERO)?,
+                flags,
+            )?;
         }
         Ok(Self { pages, len })
     }

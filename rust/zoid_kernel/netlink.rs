@@ -9,8 +9,8 @@
 //! queued frames.
 
 use super::kthread::{Kicker, RawThread};
-use kernel::ffi::{c_char, c_int, c_uint};
 use core::ptr::NonNull;
+use kernel::ffi::{c_char, c_int, c_uint};
 use kernel::{prelude::*, str::CStr, sync::Arc};
 
 #[repr(C)]

@@ -2,7 +2,6 @@
 # modes (ZOID's 240-byte packets and MTU-sized frames), each verified by
 # its receiver.  Every node of the pset runs this in step (barriers).
 . /zoid/tests/treenet-lib.sh
-echo 3000 > $T/peer_timeout_ms
 tag=600
 for ps in 240 0; do
   echo $ps > $T/packet_size

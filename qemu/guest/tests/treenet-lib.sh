@@ -3,8 +3,17 @@ T=/sys/kernel/treenet
 
 # st <command...>: runs a selftest command, prints its result line.
 st() {
-  echo "$*" > $T/selftest || { echo "selftest '$*' failed: $(cat $T/selftest)"; return 1; }
+  echo "$*" > $T/selftest || { echo "selftest '$*' failed: $(cat $T/selftest)"; diag; return 1; } >&2 >&2
   cat $T/selftest
+}
+
+# diag: treenet's state, for the log of a failed test.
+diag() {
+  echo "--- links"; cat $T/links
+  echo "--- peers"; cat $T/peers
+  echo "--- peer_log"; cat $T/peer_log
+  echo "--- stats (non-zero)"; awk '$2 != 0' $T/stats | tr '\n' ' '; echo
+  echo "--- selftest_events"; cat $T/selftest_events | tr '\n' ' '; echo
 }
 
 # stat <name>: one counter.

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! treenet's kernel API for upper modules (zoid, ssi), as C-ABI functions
+//! exported by `treenet_shim.c`.  The consumer side (declarations and a safe
+//! wrapper) is `abi.rs`; `docs/treenet.md` describes the contract.
+//!
+//! Messages handed to a receive callback are references to treenet's page
+//! lists (no copy): read them with `treenet_msg_len`/`treenet_msg_read`
+//! and release each with `treenet_msg_put`.
+
+use crate::engine::{ChannelHandler, Treenet};
+use crate::zoid_kernel::msgbuf::MsgBuf;
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::sync::{global_lock, Arc};
+
+global_lock! {
+    // SAFETY: initialised in the module initialiser before any use.
+    unsafe(uninit) static INSTANCE: Mutex<Option<Arc<Treenet>>> = None;
+}
+
+/// Initialises the instance slot; called once, first thing in module init.
+pub(crate) fn init_slot() {
+    // SAFETY: called once, before any other use of `INSTANCE`.
+    unsafe { INSTANCE.init() };
+}
+
+/// Publishes (or, with `None`, withdraws) the instance the C API acts on.
+pub(crate) fn publish(net: Option<Arc<Treenet>>) {
+    *INSTANCE.lock() = net;
+}
+
+fn instance() -> Result<Arc<Treenet>> {
+    INSTANCE.lock().clone().ok_or(ENODEV)
+}
+
+/// A received message, as C sees it (an `Arc<MsgBuf>` behind the pointer).
+#[repr(C)]
+pub(crate) struct TreenetMsg {
+    _private: [u8; 0],
+}
+
+/// Callbacks of one channel.
+#[repr(C)]
+pub(crate) struct TreenetOps {
+    /// A whole message: `(ctx, channel, src, msg)`; the callee owns `msg`.
+    pub(crate) receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut TreenetMsg)>,
+    /// Node reachability changed: `(ctx, node, up)`.
+    pub(crate) peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
+}
+
+struct CChannel {
+    receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut TreenetMsg)>,
+    peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
+    ctx: *mut c_void,
+}
+
+// SAFETY: the registrant promises (see `treenet_register`) that its
+// callbacks and `ctx` may be used from treenet's engine thread.
+unsafe impl Send for CChannel {}
+// SAFETY: as above; treenet calls the callbacks from one thread at a time.
+unsafe impl Sync for CChannel {}
+
+impl ChannelHandler for CChannel {
+    fn receive(&self, channel: u16, src: u16, msg: Arc<MsgBuf>) {
+        if let Some(f) = self.receive {
+            let raw = Arc::into_raw(msg).cast_mut().cast::<TreenetMsg>();
+            // SAFETY: registered callback with its context; ownership of
+            // `raw` passes to the callee (released by `treenet_msg_put`).
+            unsafe { f(self.ctx, channel, src, raw) }
+        }
+    }
+
+    fn peer_event(&self, node: u16, up: bool) {
+        if let Some(f) = self.peer_event {
+            // SAFETY: registered callback with its context.
+            unsafe { f(self.ctx, node, up) }
+        }
+    }
+}
+
+/// Registers the callbacks of `channel` (4..63; 0 is treenet's own, 1 to
+/// 3 are its self-test's).  Returns 0 or a negative errno (`-EBUSY` if taken).
+///
+/// # Safety
+///
+/// `ops` must point to a valid `TreenetOps`; its callbacks and `ctx` must
+/// stay usable, from any thread, until `treenet_unregister(channel)`
+/// returned.  Callbacks must not sleep for long nor call
+/// `treenet_unregister`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_register(
+    channel: u16,
+    ops: *const TreenetOps,
+    ctx: *mut c_void,
+) -> c_int {
+    if ops.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the caller guarantees `ops` is valid.
+    let ops = unsafe { &*ops };
+    let r = (|| -> Result {
+        let ch = Arc::new(
+            CChannel {
+                receive: ops.receive,
+                peer_event: ops.peer_event,
+                ctx,
+            },
+            GFP_KERNEL,
+        )?;
+        instance()?.register_channel(channel, ch)
+    })();
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Unregisters `channel`; when it returns, no callback runs or will run.
+#[no_mangle]
+pub(crate) extern "C" fn treenet_unregister(channel: u16) {
+    if let Ok(net) = instance() {
+        net.unregister_channel(channel);
+    }
+}
+
+/// Sends `len` bytes at `data` on `channel` to node `dst` (0xffff: every
+/// node below this one).  With `block`, may sleep while the destination's
+/// queue is full; otherwise fails with `-EAGAIN`.  Returns 0 or -errno
+/// (`-EHOSTUNREACH`, `-EMSGSIZE`, `-ENOMEM`, ...).
+///
+/// # Safety
+///
+/// `data` must be valid for reads of `len` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_send(
+    channel: u16,
+    dst: u16,
+    data: *const u8,
+    len: usize,
+    block: bool,
+) -> c_int {
+    let r = (|| -> Result {
+        let slice = if len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the caller guarantees `len` readable bytes at `data`.
+            unsafe { core::slice::from_raw_parts(data, len) }
+        };
+        let net = instance()?;
+        if len > net.knobs.max_msg_size.load(kernel::sync::atomic::Relaxed) as usize {
+            return Err(EMSGSIZE);
+        }
+        net.send(channel, dst, MsgBuf::from_slice(slice, GFP_KERNEL)?, block)
+    })();
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Length of a received message.
+///
+/// # Safety
+///
+/// `msg` must be a message passed to a receive callback, not yet put.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_len(msg: *const TreenetMsg) -> usize {
+    // SAFETY: per the contract, `msg` is a live `Arc<MsgBuf>` pointer.
+    unsafe { &*msg.cast::<MsgBuf>() }.len()
+}
+
+/// Copies `len` bytes at `offset` of a message into `buf`; 0 or `-EINVAL`.
+///
+/// # Safety
+///
+/// `msg` as for `treenet_msg_len`; `buf` valid for writes of `len` bytes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_read(
+    msg: *const TreenetMsg,
+    offset: usize,
+    buf: *mut u8,
+    len: usize,
+) -> c_int {
+    if len == 0 {
+        return 0;
+    }
+    // SAFETY: per the contract, `msg` is a live `Arc<MsgBuf>` pointer.
+    let m = unsafe { &*msg.cast::<MsgBuf>() };
+    // SAFETY: the caller guarantees `len` writable bytes at `buf`.
+    let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    match m.read_at(offset, out) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Releases a received message.
+///
+/// # Safety
+///
+/// `msg` as for `treenet_msg_len`; it must not be used afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_put(msg: *mut TreenetMsg) {
+    // SAFETY: per the contract, `msg` came from `Arc::into_raw` and this
+    // is its one release.
+    drop(unsafe { Arc::from_raw(msg.cast::<MsgBuf>().cast_const()) });
+}
+
+/// This node's id, or -ENODEV before treenet is up.
+#[no_mangle]
+pub(crate) extern "C" fn treenet_node_id() -> c_int {
+    match instance() {
+        Ok(net) => c_int::from(net.node_id()),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Whether `node` is reachable now.
+#[no_mangle]
+pub(crate) extern "C" fn treenet_reachable(node: u16) -> bool {
+    instance().is_ok_and(|net| net.reachable(node))
+}

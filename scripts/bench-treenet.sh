@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# `make bench-treenet`: the in-kernel treenet transport against TCP between
+# the same two VMs (1 ION + 1 CN, x86_64 release kernel) over the same virtio
+# link.
+#
+#   scripts/bench-treenet.sh [extra qemu/pset options]
+#
+# Builds tools/tcpbench (static), boots the pset with qemu/guest/bench/
+# treenet.sh on both nodes (the CN measures, the ION serves), collects the
+# `BENCH <name> <value>` lines from out/bench-treenet/<node>.console, prints a
+# table and, last, one line per comparison:
+#   RATIO treenet_vs_tcp_tput_<size> <treenet/tcp>      (also treenet240_...)
+#   RATIO treenet_vs_tcp_rtt_32 <tcp rtt/treenet rtt>   (also treenet240_...)
+# A value > 1 means treenet did better.  Exits non-zero if the pset failed or
+# any measurement is missing (what exists is printed anyway).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+log="$repo/out/bench-treenet"
+
+bin=$("$here/build-tcpbench.sh" x86_64)
+rm -rf "$log"   # stale consoles would give stale numbers
+rc=0
+"$repo/qemu/pset" --arch x86_64 --flavor release --cns 1 --log "$log" \
+  --add "$bin:/zoid/bench/tcpbench" \
+  --add "$repo/qemu/guest/bench/treenet.sh:/zoid/bench/treenet.sh" \
+  --ion-cmd 'sh /zoid/bench/treenet.sh' --cn-cmd 'sh /zoid/bench/treenet.sh' \
+  --timeout 900 "$@" || rc=$?
+echo
+[ "$rc" = 0 ] || echo "bench-treenet: the pset failed (exit $rc, consoles in $log)"
+
+# Table, notes, missing measurements, then the RATIO lines (kept last).
+cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
+  $1 == "BENCH" && NF == 3 { v[$2] = $3 }
+  $1 == "BENCH-SKIP" || $1 == "BENCH-FAIL" { notes[++nn] = $0 }
+  function cell(k) { return (k in v) ? v[k] : "-" }
+  function need(k) { if (!(k in v)) missing[++nm] = k }
+  function ratio(name, a, b) {
+    if ((a in v) && (b in v) && v[b] > 0) printf "RATIO %s %.2f\n", name, v[a] / v[b]
+    else printf "RATIO %s n/a\n", name
+  }
+  END {
+    ns = split("4k 64k 256k 1m 4m", S, " ")
+    nt = split("tcp treenet treenet240", T, " ")
+    printf "%-16s %12s %12s %12s\n", "test", T[1], T[2], T[3]
+    for (i = 1; i <= ns; i++) {
+      printf "%-16s", "tput " S[i] " Mbit/s"
+      for (j = 1; j <= nt; j++) {
+        k = T[j] "_tput_" S[i] "_mbps"; need(k); printf " %12s", cell(k)
+      }
+      printf "\n"
+    }
+    printf "%-16s", "rtt 32B us"
+    for (j = 1; j <= nt; j++) { k = T[j] "_rtt_32_us"; need(k); printf " %12s", cell(k) }
+    printf "\n"
+    for (i = 1; i <= nn; i++) print notes[i]
+    for (i = 1; i <= nm; i++) print "bench-treenet: missing " missing[i]
+    for (i = 1; i <= ns; i++)
+      for (j = 2; j <= nt; j++)
+        ratio(T[j] "_vs_tcp_tput_" S[i], T[j] "_tput_" S[i] "_mbps", "tcp_tput_" S[i] "_mbps")
+    for (j = 2; j <= nt; j++)
+      ratio(T[j] "_vs_tcp_rtt_32", "tcp_rtt_32_us", T[j] "_rtt_32_us")
+    exit nm > 0
+  }' || rc=1
+exit "$rc"
