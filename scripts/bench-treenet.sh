@@ -54,11 +54,15 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
     printf "%-16s", "rtt 32B us"
     for (j = 1; j <= nt; j++) { k = T[j] "_rtt_32_us"; need(k); printf " %12s", cell(k) }
     printf "\n"
+    # ZOID flow control, both paths: rendezvous (default) vs eager (ack_threshold=0).
+    printf "%-16s %12s %12s\n", "tput 1m eager", "-", cell("treenet_eager_tput_1m_mbps")
+    need("treenet_eager_tput_1m_mbps")
     for (i = 1; i <= nn; i++) print notes[i]
     for (i = 1; i <= nm; i++) print "bench-treenet: missing " missing[i]
     for (i = 1; i <= ns; i++)
       for (j = 2; j <= nt; j++)
         ratio(T[j] "_vs_tcp_tput_" S[i], T[j] "_tput_" S[i] "_mbps", "tcp_tput_" S[i] "_mbps")
+    ratio("treenet_eager_vs_tcp_tput_1m", "treenet_eager_tput_1m_mbps", "tcp_tput_1m_mbps")
     for (j = 2; j <= nt; j++)
       ratio(T[j] "_vs_tcp_rtt_32", "tcp_rtt_32_us", T[j] "_rtt_32_us")
     exit nm > 0

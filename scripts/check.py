@@ -114,7 +114,7 @@ def arch_checks(arch, flavor="debug"):
     cns = "2" if arch == "x86_64" else "1"
     t0 = time.time()
     ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
-                 "--cns", cns, "--kdir", kdir, "--timeout", "900", "--log", logdir,
+                 "--cns", cns, "--kdir", kdir, "--timeout", "1500", "--log", logdir,
                  "--ion-cmd", "/zoid/tests/run", "--cn-cmd", "/zoid/tests/run"],
                 f"{arch}-pset")
     summary_path = os.path.join(logdir, "summary.json")

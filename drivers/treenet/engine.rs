@@ -39,9 +39,9 @@ const LOOPBACK_MTU: usize = 1500;
 /// Frames a link may have queued from softirq before dropping.
 const RXQ_LIMIT: u32 = 4096;
 /// Frames handled per engine pass before transmitting (fairness).
-const RX_BUDGET: usize = 512;
+const RX_BUDGET: usize = 256;
 /// Frames sent per engine pass per neighbour.
-const TX_BUDGET: usize = 256;
+const TX_BUDGET: usize = 128;
 /// Grants queue capacity (two requests per neighbour).
 const GRANT_QUEUE: usize = 128;
 
@@ -283,6 +283,14 @@ struct Inner {
     events: KVec<Event>,
     /// Recent neighbour transitions: (node, up, silence before it, ms).
     peer_log: KVec<(u16, bool, u64)>,
+    /// Senders sleeping until a queue drains.
+    blocked_senders: u32,
+    /// Earliest time (ns) a retransmission may be due: the lanes are only
+    /// scanned then, or at once after an ack reporting holes.
+    rtx_at: u64,
+    rtx_now: bool,
+    /// Queue space was freed while senders sleep: wake them.
+    wake_senders: bool,
 }
 
 /// A treenet instance: what sysfs, the engine thread and upper layers share.
@@ -369,6 +377,10 @@ impl Treenet {
             hello_now: true,
             events: KVec::new(),
             peer_log: KVec::new(),
+            blocked_senders: 0,
+            rtx_at: u64::MAX,
+            rtx_now: false,
+            wake_senders: false,
         };
         Arc::pin_init(
             try_pin_init!(Self {
@@ -665,10 +677,12 @@ impl Treenet {
             if !block {
                 return Err(EAGAIN);
             }
-            if let CondVarTimeoutResult::Signal { .. } = self
+            g.blocked_senders += 1;
+            let r = self
                 .progress
-                .wait_interruptible_timeout(&mut g, ms_to_jiffies(1000))
-            {
+                .wait_interruptible_timeout(&mut g, ms_to_jiffies(1000));
+            g.blocked_senders -= 1;
+            if let CondVarTimeoutResult::Signal { .. } = r {
                 return Err(EINTR);
             }
         }
@@ -691,6 +705,11 @@ impl Treenet {
         if dst == BROADCAST {
             count(&self.stats.bcast_sent);
         }
+        // Start transmitting right here while the windows allow (the frames
+        // leave before the engine thread runs); the engine then arms the
+        // retransmission timer and takes over.
+        g.transmit(&self.knobs, &self.stats);
+        g.flush_held(&self.stats);
         drop(g);
         self.kick();
         Ok(())
@@ -707,6 +726,7 @@ impl Treenet {
     /// Calls upper layers for what the engine collected.
     fn flush_events(&self) {
         let _dispatch = self.dispatch.lock();
+        let mut delivered = false;
         loop {
             let (events, channels) = {
                 let mut g = self.inner.lock();
@@ -714,6 +734,7 @@ impl Treenet {
                     break;
                 }
                 let events = core::mem::take(&mut g.events);
+                delivered = true;
                 let mut chans = KVec::new();
                 for c in g.channels.iter() {
                     if chans.push((c.id, c.handler.clone()), GFP_KERNEL).is_err() {
@@ -738,7 +759,12 @@ impl Treenet {
                 }
             }
         }
-        self.progress.notify_all();
+        // Wake blocked callers only when there is news for them: a
+        // delivery or peer event (self-test waits), or freed queue space.
+        let wake = core::mem::take(&mut self.inner.lock().wake_senders);
+        if delivered || wake {
+            self.progress.notify_all();
+        }
     }
 
     /// One engine pass; returns jiffies until the next pass is needed.
@@ -801,19 +827,16 @@ impl Treenet {
             i += 1;
         }
         g.pump_grants(k, s);
-        g.retransmit(k, s);
+        if g.rtx_now || now >= g.rtx_at {
+            g.retransmit(k, s);
+        }
         g.send_acks(s);
         let more_tx = g.transmit(k, s);
         g.flush_held(s);
         // Next wake-up: the earliest retransmission, hello or timeout.
-        let nowu = now_us();
         let mut next_us: u64 = div_u64(hello_every, 1000);
-        for n in g.neighbors.iter() {
-            for l in n.tx.iter() {
-                if let Some(t) = l.win.next_due_in(nowu) {
-                    next_us = next_us.min(t);
-                }
-            }
+        if g.rtx_at != u64::MAX {
+            next_us = next_us.min(div_u64(g.rtx_at.saturating_sub(now_ns()), 1000));
         }
         let more = more_rx || more_tx || !g.loop_frames.is_empty() || !g.events.is_empty();
         drop(g);
@@ -1201,9 +1224,13 @@ impl Inner {
 
     fn retransmit(&mut self, k: &Knobs, s: &Stats) {
         let now = now_us();
+        self.rtx_now = false;
         for ni in 0..self.neighbors.len() {
             for lane in Lane::ALL {
                 let l = &self.neighbors[ni].tx[lane.index()];
+                if l.win.in_flight() == 0 {
+                    continue;
+                }
                 let fast_after = l.win.rto.srtt().max(1000);
                 let mut due: KVec<u32> = KVec::new();
                 let expired = l.win.due(now, fast_after, |q| {
@@ -1222,6 +1249,17 @@ impl Inner {
                 }
             }
         }
+        // The next scan: when the earliest in-flight frame's RTO expires.
+        let now_ns = now_ns();
+        let mut next = u64::MAX;
+        for n in self.neighbors.iter() {
+            for l in n.tx.iter() {
+                if let Some(t) = l.win.next_due_in(now) {
+                    next = next.min(now_ns.saturating_add(t.saturating_mul(1000)));
+                }
+            }
+        }
+        self.rtx_at = next;
     }
 
     fn send_acks(&mut self, s: &Stats) {
@@ -1282,6 +1320,8 @@ impl Inner {
                     }
                     budget -= 1;
                     let seq = l.win.on_send(now);
+                    let deadline = now_ns().saturating_add(l.win.rto.rto().saturating_mul(1000));
+                    self.rtx_at = self.rtx_at.min(deadline);
                     if m.sent == 0 {
                         m.first_seq = seq;
                     }
@@ -1467,6 +1507,7 @@ impl Inner {
         n.rdv_wait.clear();
         n.granted = None;
         n.queued_bytes = 0;
+        self.wake_senders = true;
         s.msgs_failed.fetch_add(failed, Relaxed);
         let node = n.node;
         self.grants.forget_peer(node);
@@ -1490,6 +1531,10 @@ impl Inner {
         let l = &mut self.neighbors[ni].tx[lane.index()];
         l.win.rto.set_bounds(rto_min, rto_max.max(rto_min));
         let out = l.win.on_ack(next, sack, now_us());
+        if sack != 0 {
+            // Holes below selectively acked frames: fast retransmission.
+            self.rtx_now = true;
+        }
         if out.bogus || out.acked == 0 {
             return;
         }
@@ -1507,6 +1552,9 @@ impl Inner {
         }
         let n = &mut self.neighbors[ni];
         n.queued_bytes = n.queued_bytes.saturating_sub(freed);
+        if freed > 0 && self.blocked_senders > 0 {
+            self.wake_senders = true;
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

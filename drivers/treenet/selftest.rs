@@ -315,7 +315,7 @@ impl SelfTest {
     fn barrier(&self, tag: u32, n: usize) -> Result {
         let start = now_ns();
         if self.net.identity().1 == crate::zoid_proto::treenet::wire::Role::Ion {
-            self.wait_until(120_000, |s| {
+            self.wait_until(600_000, |s| {
                 s.arrivals.iter().filter(|a| a.0 == tag).count() >= n
             })?;
             {
@@ -333,7 +333,7 @@ impl SelfTest {
         } else {
             // Wait for the ION to be known, then check in.
             let mut ion = None;
-            self.wait_until(120_000, |_| {
+            self.wait_until(600_000, |_| {
                 ion = self.net.ion();
                 ion.is_some()
             })?;
@@ -346,7 +346,7 @@ impl SelfTest {
                 self.net
                     .send(CHAN_CTL, ion, ctl(OP_BARRIER, tag, me, 0, 0)?, true)?;
                 match self.wait_until(2_000, |s| s.released.contains(&tag)) {
-                    Err(e) if e == ETIMEDOUT && tries < 60 => tries += 1,
+                    Err(e) if e == ETIMEDOUT && tries < 300 => tries += 1,
                     r => break r?,
                 }
             }

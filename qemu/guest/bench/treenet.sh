@@ -161,6 +161,13 @@ for ps in 0 240; do
     # TCP server does (every frame is still checksummed by treenet).
     measure "${t}_tput_${name}_mbps" tput selftest "sink 0 $size $count"
   done
+  if [ "$ps" = 0 ]; then
+    # The eager path: no rendezvous round trip (ack_threshold=0, sender side).
+    echo 0 > "$TN/ack_threshold"
+    split "1m:1048576:32"
+    measure "treenet_eager_tput_1m_mbps" tput selftest "sink 0 $size $count"
+    echo 16 > "$TN/ack_threshold"
+  fi
   measure "${t}_rtt_${PING_SIZE}_us" rtt selftest "ping 0 $PING_SIZE $PING_COUNT"
   barrier "4$ps"
 done

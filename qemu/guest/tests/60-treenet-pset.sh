@@ -7,13 +7,13 @@ for ps in 240 0; do
   echo $ps > $T/packet_size
   barrier $tag; tag=$((tag + 1))
   if [ "$ZOID_ROLE" = cn ]; then
-    for size in $SIZES; do st send 0 $size 1 > /dev/null; done
+    for size in $(sizes_for $ps); do st send 0 $size 1 > /dev/null; done
     echo "packet_size=$ps cn->ion: $(st send 0 1048576 2)"
   fi
   barrier $tag; tag=$((tag + 1))
   if [ "$ZOID_ROLE" = ion ]; then
     for cn in $(seq 1 "$ZOID_CNS"); do
-      for size in $SIZES; do st send $cn $size 1 > /dev/null; done
+      for size in $(sizes_for $ps); do st send $cn $size 1 > /dev/null; done
     done
     echo "packet_size=$ps ion->cn: $(st send 1 1048576 2)"
   fi

@@ -24,3 +24,11 @@ barrier() { st barrier "$1" "$ZOID_CNS" > /dev/null; }
 
 # The message sizes moved both ways: 1 byte .. 4 MiB.
 SIZES="1 100 224 225 240 1000 1484 4096 65536 1048576 4194304"
+# Under KASAN (x86_64 debug kernel, emulated) a 4 MiB message in 240-byte
+# packets takes minutes: there the 240-byte mode stops at 1 MiB (4 MiB still
+# goes in MTU-sized frames, and in both modes on the other kernels).
+KASAN=
+dmesg | grep -q "KernelAddressSanitizer initialized" && KASAN=1
+sizes_for() { # packet_size
+  if [ -n "$KASAN" ] && [ "$1" = 240 ]; then echo "$SIZES" | sed 's/ 4194304//'; else echo "$SIZES"; fi
+}

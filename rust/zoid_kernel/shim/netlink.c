@@ -19,8 +19,13 @@
 
 struct zk_netlink {
 	struct packet_type pt;
-	struct net_device *dev;
+	/* NULL once the device is unregistered (see zk_netlink_event). */
+	struct net_device __rcu *dev;
+	struct net_device *held;
 	netdevice_tracker tracker;
+	struct notifier_block nb;
+	char name[IFNAMSIZ];
+	unsigned int mtu;
 	struct sk_buff_head rxq;
 	unsigned int rxq_limit;
 	struct zk_thread *kick;
@@ -51,6 +56,41 @@ drop:
 	return NET_RX_DROP;
 }
 
+/* Lets go of the device: no more frames in or out, reference dropped. */
+static void zk_netlink_release(struct zk_netlink *l)
+{
+	if (!l->held)
+		return;
+	dev_remove_pack(&l->pt); /* waits for receivers in flight */
+	RCU_INIT_POINTER(l->dev, NULL);
+	synchronize_net(); /* and for transmitters */
+	skb_queue_purge(&l->rxq);
+	netdev_put(l->held, &l->tracker);
+	l->held = NULL;
+}
+
+/*
+ * The device goes away (hot unplug, `ip link del`, its driver unloads):
+ * release it at once, or unregister_netdevice would wait for our reference
+ * forever.  The link stays bound but dead (`running` is false); treenet's
+ * neighbours on it time out.
+ */
+static int zk_netlink_event(struct notifier_block *nb, unsigned long event, void *ptr)
+{
+	struct zk_netlink *l = container_of(nb, struct zk_netlink, nb);
+	struct net_device *dev = netdev_notifier_info_to_dev(ptr);
+
+	if (dev == l->held) {
+		if (event == NETDEV_UNREGISTER) {
+			pr_info("zoid: %s is going away, releasing it\n", l->name);
+			zk_netlink_release(l);
+		} else if (event == NETDEV_CHANGEMTU) {
+			WRITE_ONCE(l->mtu, dev->mtu);
+		}
+	}
+	return NOTIFY_DONE;
+}
+
 /* Binds to ifname; frames of `ethertype` are queued and `kick` woken. */
 struct zk_netlink *zk_netlink_open(const char *ifname, u16 ethertype,
 				   unsigned int rxq_limit,
@@ -62,34 +102,43 @@ struct zk_netlink *zk_netlink_open(const char *ifname, u16 ethertype,
 		*err = -ENOMEM;
 		return NULL;
 	}
-	l->dev = netdev_get_by_name(&init_net, ifname, &l->tracker, GFP_KERNEL);
-	if (!l->dev) {
+	l->held = netdev_get_by_name(&init_net, ifname, &l->tracker, GFP_KERNEL);
+	if (!l->held) {
 		kfree(l);
 		*err = -ENODEV;
 		return NULL;
 	}
-	if (l->dev->type != ARPHRD_ETHER) {
-		netdev_put(l->dev, &l->tracker);
+	if (l->held->type != ARPHRD_ETHER) {
+		netdev_put(l->held, &l->tracker);
 		kfree(l);
 		*err = -EPROTONOSUPPORT;
 		return NULL;
 	}
+	strscpy(l->name, l->held->name, sizeof(l->name));
+	l->mtu = READ_ONCE(l->held->mtu);
+	RCU_INIT_POINTER(l->dev, l->held);
 	skb_queue_head_init(&l->rxq);
 	l->rxq_limit = rxq_limit;
 	l->kick = kick;
 	l->pt.type = htons(ethertype);
-	l->pt.dev = l->dev;
+	l->pt.dev = l->held;
 	l->pt.func = zk_netlink_rcv;
 	dev_add_pack(&l->pt);
-	*err = 0;
+	l->nb.notifier_call = zk_netlink_event;
+	*err = register_netdevice_notifier(&l->nb);
+	if (*err) {
+		zk_netlink_release(l);
+		kfree(l);
+		return NULL;
+	}
 	return l;
 }
 
 void zk_netlink_close(struct zk_netlink *l)
 {
-	dev_remove_pack(&l->pt); /* waits for receivers in flight */
-	skb_queue_purge(&l->rxq);
-	netdev_put(l->dev, &l->tracker);
+	/* Under RTNL, like the notifier: no event runs concurrently. */
+	unregister_netdevice_notifier(&l->nb);
+	zk_netlink_release(l);
 	kfree(l);
 }
 
@@ -116,22 +165,39 @@ void zk_skb_free(struct sk_buff *skb)
 
 unsigned int zk_netlink_mtu(const struct zk_netlink *l)
 {
-	return READ_ONCE(l->dev->mtu);
+	return READ_ONCE(l->mtu);
 }
 
 int zk_netlink_ifindex(const struct zk_netlink *l)
 {
-	return l->dev->ifindex;
+	struct net_device *dev;
+	int ifindex = 0;
+
+	rcu_read_lock();
+	dev = rcu_dereference(l->dev);
+	if (dev)
+		ifindex = dev->ifindex;
+	rcu_read_unlock();
+	return ifindex;
 }
 
+/* The name it had when bound (stays valid for the link's lifetime). */
 const char *zk_netlink_name(const struct zk_netlink *l)
 {
-	return l->dev->name;
+	return l->name;
 }
 
 bool zk_netlink_running(const struct zk_netlink *l)
 {
-	return netif_running(l->dev) && netif_carrier_ok(l->dev);
+	struct net_device *dev;
+	bool running = false;
+
+	rcu_read_lock();
+	dev = rcu_dereference(l->dev);
+	if (dev)
+		running = netif_running(dev) && netif_carrier_ok(dev);
+	rcu_read_unlock();
+	return running;
 }
 
 u64 zk_netlink_rx_overflow(const struct zk_netlink *l)
@@ -144,19 +210,24 @@ u64 zk_netlink_tx_errors(const struct zk_netlink *l)
 	return atomic64_read(&l->tx_errors);
 }
 
-/* A frame of `len` bytes to fill, or NULL (no memory). */
+/*
+ * A frame of `len` bytes to fill, or NULL (no memory, or the device is
+ * gone).  Frames are built for the largest link-layer header any Ethernet
+ * device needs, so they stay valid whatever happens to the device.
+ */
 struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 **data)
 {
-	struct net_device *dev = l->dev;
-	int hlen = LL_RESERVED_SPACE(dev);
-	struct sk_buff *skb = alloc_skb(hlen + len + dev->needed_tailroom, GFP_KERNEL);
+	int hlen = LL_MAX_HEADER;
+	struct sk_buff *skb;
 
+	if (!rcu_access_pointer(l->dev))
+		return NULL;
+	skb = alloc_skb(hlen + len + 64, GFP_KERNEL);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, hlen);
 	skb_reset_network_header(skb);
 	*data = skb_put(skb, len);
-	skb->dev = dev;
 	skb->protocol = l->pt.type;
 	skb->priority = TC_PRIO_CONTROL;
 	return skb;
@@ -165,15 +236,26 @@ struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 *
 /* Sends (and consumes) a frame from zk_netlink_tx_alloc to `dst` (a MAC). */
 int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst)
 {
-	int err = dev_hard_header(skb, l->dev, ntohs(l->pt.type), dst,
-				  l->dev->dev_addr, skb->len);
+	struct net_device *dev;
+	int err;
 
+	rcu_read_lock();
+	dev = rcu_dereference(l->dev);
+	if (!dev) {
+		rcu_read_unlock();
+		kfree_skb(skb);
+		return -ENODEV;
+	}
+	skb->dev = dev;
+	err = dev_hard_header(skb, dev, ntohs(l->pt.type), dst, dev->dev_addr, skb->len);
 	if (err < 0) {
+		rcu_read_unlock();
 		kfree_skb(skb);
 		atomic64_inc(&l->tx_errors);
 		return -EINVAL;
 	}
 	err = dev_queue_xmit(skb);
+	rcu_read_unlock();
 	if (err != NET_XMIT_SUCCESS) {
 		atomic64_inc(&l->tx_errors);
 		return -ENOBUFS;
