@@ -812,7 +812,8 @@ impl Treenet {
                 pr_info!(
                     "treenet: node {} is down (silent {} ms)\n",
                     g.neighbors[i].node,
-                    ns_to_ms(now.saturating_sub(g.neighbors[i].last_rx_ns))
+                    ns_to_ms(now.saturating_sub(g.neighbors[i].last_rx_ns)).min(u64::from(u32::MAX))
+                        as u32
                 );
                 g.neighbor_down(i, s);
                 let li = g.neighbors[i].link;

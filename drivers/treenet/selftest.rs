@@ -23,7 +23,7 @@
 
 use crate::engine::{ChannelHandler, Treenet};
 use crate::zoid_kernel::msgbuf::MsgBuf;
-use crate::zoid_kernel::time::now_ns;
+use crate::zoid_kernel::time::{now_ns, U64};
 use crate::zoid_proto::crc32c::Crc32c;
 use crate::zoid_proto::treenet::wire::BROADCAST;
 use kernel::prelude::*;
@@ -287,11 +287,15 @@ impl SelfTest {
         let ns = now_ns() - start;
         let bad = self.state.lock().verdicts_bad - bad0;
         if bad != 0 {
-            self.set_result(format_args!("error op=send bad={bad}"));
+            self.set_result(format_args!("error op=send bad={}", U64(bad)));
             return Err(EIO);
         }
         self.set_result(format_args!(
-            "ok op=send n={count} receivers={receivers} bytes={bytes} ns={ns}"
+            "ok op=send n={} receivers={} bytes={} ns={}",
+            U64(count),
+            U64(receivers),
+            U64(bytes),
+            U64(ns)
         ));
         Ok(())
     }
@@ -306,8 +310,10 @@ impl SelfTest {
         }
         let ns = now_ns() - start;
         self.set_result(format_args!(
-            "ok op=ping n={count} ns={ns} rtt_ns={}",
-            crate::zoid_kernel::time::div_u64(ns, count)
+            "ok op=ping n={} ns={} rtt_ns={}",
+            U64(count),
+            U64(ns),
+            U64(crate::zoid_kernel::time::div_u64(ns, count))
         ));
         Ok(())
     }
@@ -353,7 +359,7 @@ impl SelfTest {
             self.state.lock().released.retain(|t| *t != tag);
         }
         let ns = now_ns() - start;
-        self.set_result(format_args!("ok op=barrier tag={tag} ns={ns}"));
+        self.set_result(format_args!("ok op=barrier tag={tag} ns={}", U64(ns)));
         Ok(())
     }
 

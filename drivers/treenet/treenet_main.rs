@@ -31,6 +31,7 @@ use crate::engine::Treenet;
 use selftest::SelfTest;
 use zoid_kernel::kthread::KThread;
 use zoid_kernel::sysfs::{self, Attribute, SysfsDir, SysfsWriter};
+use zoid_kernel::time::U64;
 use zoid_proto::treenet::wire::{Role, MIN_PACKET_PAYLOAD};
 use zoid_proto::version::SUITE_VERSION;
 
@@ -156,8 +157,8 @@ fn show_peers(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
                 if p.role == Role::Ion { "ion" } else { "cn" },
                 p.hops,
                 if p.up { "up" } else { "down" },
-                p.silent_ms,
-                p.rto_us,
+                U64(p.silent_ms),
+                U64(p.rto_us),
                 p.queued_bytes,
                 p.below
             );
@@ -175,7 +176,7 @@ fn show_peer_log(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
                 "{} {} silent_ms={}",
                 if up { "up" } else { "down" },
                 node,
-                silent_ms
+                U64(silent_ms)
             );
         }
     });
@@ -186,13 +187,13 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     let mut r = Ok(());
     c.net.stats.each(|name, v| {
         if r.is_ok() {
-            r = writeln!(w, "{name} {v}");
+            r = writeln!(w, "{name} {}", U64(v));
         }
     });
     let (rx_overflow, tx_refused) = c.net.link_drops();
     r?;
-    writeln!(w, "drop_rx_queue_full {rx_overflow}")?;
-    writeln!(w, "device_tx_refused {tx_refused}")
+    writeln!(w, "drop_rx_queue_full {}", U64(rx_overflow))?;
+    writeln!(w, "device_tx_refused {}", U64(tx_refused))
 }
 
 fn show_channels(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -207,10 +208,10 @@ fn show_channels(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
                 w,
                 "{id} {} {} {} {} {}",
                 u8::from(registered),
-                s.msgs_sent,
-                s.bytes_sent,
-                s.msgs_received,
-                s.bytes_received
+                U64(s.msgs_sent),
+                U64(s.bytes_sent),
+                U64(s.msgs_received),
+                U64(s.bytes_received)
             );
         }
     });
@@ -231,8 +232,8 @@ fn store_selftest(c: &Ctx, input: &[u8]) -> Result {
 
 fn show_selftest_events(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     let (ok, bad) = c.selftest.received();
-    writeln!(w, "received_ok {ok}")?;
-    writeln!(w, "received_bad {bad}")?;
+    writeln!(w, "received_ok {}", U64(ok))?;
+    writeln!(w, "received_bad {}", U64(bad))?;
     let mut r = Ok(());
     c.selftest.for_each_event(|node, up| {
         if r.is_ok() {

@@ -44,3 +44,29 @@ pub(crate) fn div_u64(a: u64, b: u64) -> u64 {
 pub(crate) fn ns_to_ms(ns: u64) -> u64 {
     div_u64(ns, 1_000_000)
 }
+
+/// Displays a `u64` without core's 64-bit integer formatting, which on
+/// 32-bit kernels reaches for soft-float helpers the kernel does not have
+/// (an oops on ppc32): everything is printed in 32-bit pieces.
+#[derive(Clone, Copy)]
+pub(crate) struct U64(pub(crate) u64);
+
+impl core::fmt::Display for U64 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        const E9: u64 = 1_000_000_000;
+        let v = self.0;
+        if let Ok(small) = u32::try_from(v) {
+            return write!(f, "{small}");
+        }
+        let hi = div_u64(v, E9);
+        let lo = (v - hi * E9) as u32;
+        match u32::try_from(hi) {
+            Ok(hi) => write!(f, "{hi}{lo:09}"),
+            Err(_) => {
+                let top = div_u64(hi, E9) as u32;
+                let mid = (hi - u64::from(top) * E9) as u32;
+                write!(f, "{top}{mid:09}{lo:09}")
+            }
+        }
+    }
+}
