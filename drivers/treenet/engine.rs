@@ -343,6 +343,26 @@ fn lane_rx(win: usize) -> Result<RxLane> {
     })
 }
 
+/// A frame (header + payload pieces) in a fresh buffer; `None` (counted)
+/// when out of memory.
+fn build_frame(s: &Stats, hdr: &FrameHeader, p1: &[u8], p2: &[u8]) -> Option<KVec<u8>> {
+    let mut frame = KVec::new();
+    if frame
+        .reserve(HEADER_LEN + p1.len() + p2.len(), GFP_KERNEL)
+        .is_err()
+    {
+        count(&s.drop_nomem);
+        return None;
+    }
+    let mut h = [0u8; HEADER_LEN];
+    hdr.encode(&[p1, p2], &mut h);
+    // Within the reserved capacity: these do not allocate.
+    let _ = frame.extend_from_slice(&h, GFP_KERNEL);
+    let _ = frame.extend_from_slice(p1, GFP_KERNEL);
+    let _ = frame.extend_from_slice(p2, GFP_KERNEL);
+    Some(frame)
+}
+
 fn now_us() -> u32 {
     div_u64(now_ns(), 1000) as u32
 }
@@ -476,8 +496,9 @@ impl Treenet {
 
     /// Unbinds a link by name (its neighbours go down).
     pub(crate) fn unbind(&self, name: &CStr) -> Result {
-        let mut g = self.inner.lock();
-        let idx = g
+        let idx = self
+            .inner
+            .lock()
             .links
             .iter()
             .position(|l| match l {
@@ -486,7 +507,24 @@ impl Treenet {
                 None => false,
             })
             .ok_or(ENODEV)?;
-        let link = g.links[idx].take();
+        self.unbind_at(idx);
+        Ok(())
+    }
+
+    /// Unbinds every link (module unload).
+    pub(crate) fn unbind_all(&self) {
+        let n = self.inner.lock().links.len();
+        for idx in 0..n {
+            self.unbind_at(idx);
+        }
+    }
+
+    /// Unbinds link slot `idx` (if bound): its neighbours go down.
+    fn unbind_at(&self, idx: usize) {
+        let mut g = self.inner.lock();
+        let Some(link) = g.links.get_mut(idx).and_then(|l| l.take()) else {
+            return;
+        };
         let stats = &self.stats;
         let mut i = 0;
         while i < g.neighbors.len() {
@@ -503,32 +541,6 @@ impl Treenet {
         // Unregisters the packet handler outside the lock.
         drop(link);
         self.flush_events();
-        Ok(())
-    }
-
-    /// Unbinds every link (module unload).
-    pub(crate) fn unbind_all(&self) {
-        loop {
-            let mut name: [u8; 16] = [0; 16];
-            {
-                let g = self.inner.lock();
-                let Some(l) = g.links.iter().flatten().next() else {
-                    break;
-                };
-                let n = match l {
-                    Link::Net(n) => n.name().to_bytes(),
-                    Link::Loopback => b"loopback",
-                };
-                let len = n.len().min(15);
-                name[..len].copy_from_slice(&n[..len]);
-            }
-            let Ok(c) = CStr::from_bytes_until_nul(&name) else {
-                break;
-            };
-            if self.unbind(c).is_err() {
-                break;
-            }
-        }
     }
 
     /// Recent neighbour transitions, oldest first.
@@ -1098,18 +1110,9 @@ impl Inner {
         p1: &[u8],
         p2: &[u8],
     ) {
-        let len = HEADER_LEN + p1.len() + p2.len();
-        let mut frame = KVec::new();
-        if frame.reserve(len, GFP_KERNEL).is_err() {
-            count(&s.drop_nomem);
-            return;
+        if let Some(frame) = build_frame(s, hdr, p1, p2) {
+            self.put_on_wire(k, s, li, mac, frame);
         }
-        let mut h = [0u8; HEADER_LEN];
-        hdr.encode(&[p1, p2], &mut h);
-        let _ = frame.extend_from_slice(&h, GFP_KERNEL);
-        let _ = frame.extend_from_slice(p1, GFP_KERNEL);
-        let _ = frame.extend_from_slice(p2, GFP_KERNEL);
-        self.put_on_wire(k, s, li, mac, frame);
     }
 
     fn put_on_wire(&mut self, k: &Knobs, s: &Stats, li: usize, mac: Mac, frame: KVec<u8>) {
@@ -1275,23 +1278,13 @@ impl Inner {
                 let hdr = FrameHeader::ack(self.node_id, n.node, lane, r.win.next_seq());
                 let p = wire::encode_ack(r.win.sack());
                 let (li, mac) = (n.link, n.mac);
-                // Acks are not subject to fault injection's reordering hold.
-                let mut frame = KVec::new();
-                let mut h = [0u8; HEADER_LEN];
-                hdr.encode(&[&p], &mut h);
-                if frame.extend_from_slice(&h, GFP_KERNEL).is_ok()
-                    && frame.extend_from_slice(&p, GFP_KERNEL).is_ok()
-                {
+                // Acks bypass fault injection (straight to the wire).
+                if let Some(frame) = build_frame(s, &hdr, &p, &[]) {
                     count(&s.acks_sent);
-                    let k_inject = frame;
-                    self.put_on_wire_ack(s, li, mac, k_inject);
+                    self.wire_send(s, li, &mac, frame);
                 }
             }
         }
-    }
-
-    fn put_on_wire_ack(&mut self, s: &Stats, li: usize, mac: Mac, frame: KVec<u8>) {
-        self.wire_send(s, li, &mac, frame);
     }
 
     /// Sends new frames while windows allow; control lanes first.  Returns
