@@ -94,6 +94,23 @@ class ConsoleTest(unittest.TestCase):
         failed_cmd = [ln.replace("cmd-end 0", "cmd-end 3") for ln in FINISHED]
         self.assertIn("command exited 3", node_with(failed_cmd, []).problems())
 
+    def test_known_boot_splat_before_init_is_a_note(self):
+        boot = ["[    0.004664] BUG: KASAN: wild-memory-access in rcu_is_watching+0x20/0x40",
+                "[    0.004700] Call Trace:", "[    1.0] Run /init as init process"]
+        n = node_with(boot + FINISHED, [])
+        self.assertEqual(n.problems(), [])
+        self.assertEqual(len(n.notes), 1)
+        # The same splat after /init started counts; so does any splat after
+        # an excused one, and the pattern is per arch.
+        late = ["[    1.0] Run /init as init process", boot[0]]
+        self.assertTrue(any("splat" in p for p in node_with(late + FINISHED, []).problems()))
+        more = boot + ["[    9.0] BUG: KASAN: slab-use-after-free in treenet_send"]
+        problems = node_with(more + FINISHED, []).problems()
+        self.assertEqual(problems, ["kernel splat: [    9.0] BUG: KASAN: slab-use-after-free in treenet_send"])
+        self.assertTrue(node_with(boot + FINISHED, [], arch="ppc32").problems())
+        other = ["[    0.1] BUG: KASAN: slab-out-of-bounds in foo", boot[2]]
+        self.assertTrue(node_with(other + FINISHED, []).problems())
+
     def test_halt_line_is_seen(self):
         self.assertTrue(node_with(FINISHED + ["reboot: System halted"], []).halted)
 
