@@ -3,15 +3,47 @@
 //! treenet's cross-module interface, as its consumers (zoid, ssi) see it.
 //!
 //! Include with `#[path = "<...>/drivers/treenet/abi.rs"] mod treenet;`.
-//! The functions are defined in Rust in treenet.ko and exported by its C
-//! shim; a consumer module needs treenet.ko loaded first.
+//! The functions are defined in Rust in treenet.ko (`api.rs`) and exported
+//! by its C shim; a consumer module needs treenet.ko loaded first.  This
+//! file declares them and wraps them in a small safe API: [`Channel`] (a
+//! registered channel, unregistered on drop), [`Message`] (a received
+//! message, released on drop), [`send`] and the topology queries.
+
+// Each consumer uses part of the interface.
+#![allow(dead_code)]
 
 use crate::zoid_proto::version::{Version, SUITE_VERSION};
+use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
+use kernel::sync::Arc;
+
+#[repr(C)]
+struct RawMsg {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
+struct RawOps {
+    receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut RawMsg)>,
+    peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
+}
 
 extern "C" {
     fn treenet_abi_version() -> u64;
+    fn treenet_register(channel: u16, ops: *const RawOps, ctx: *mut c_void) -> c_int;
+    fn treenet_unregister(channel: u16);
+    fn treenet_send(channel: u16, dst: u16, data: *const u8, len: usize, block: bool) -> c_int;
+    fn treenet_msg_len(msg: *const RawMsg) -> usize;
+    fn treenet_msg_read(msg: *const RawMsg, offset: usize, buf: *mut u8, len: usize) -> c_int;
+    fn treenet_msg_put(msg: *mut RawMsg);
+    fn treenet_node_id() -> c_int;
+    fn treenet_reachable(node: u16) -> bool;
+    fn treenet_ion() -> c_int;
+    fn treenet_is_below(node: u16) -> bool;
 }
+
+/// Node id meaning "every node below this one" (broadcast).
+pub(crate) const BROADCAST: u16 = 0xffff;
 
 /// The version of the loaded treenet.ko, checked against this module's.
 ///
@@ -34,4 +66,164 @@ pub(crate) fn check_compatible(wire: u64) -> Result<Version> {
         return Err(EPROTO);
     }
     Ok(theirs)
+}
+
+fn to_result(rc: c_int) -> Result {
+    if rc < 0 {
+        Err(Error::from_errno(rc))
+    } else {
+        Ok(())
+    }
+}
+
+/// A received message: a reference to treenet's page list, released on drop.
+pub(crate) struct Message {
+    raw: *mut RawMsg,
+}
+
+// SAFETY: a message is a reference-counted, immutable page list; treenet's
+// functions on it may be called from any thread.
+unsafe impl Send for Message {}
+// SAFETY: as above; the read functions take it by shared reference.
+unsafe impl Sync for Message {}
+
+impl Message {
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: `raw` is a live message owned by `self`.
+        unsafe { treenet_msg_len(self.raw) }
+    }
+
+    /// Whether the message is empty.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies `out.len()` bytes at `offset` into `out` (`EINVAL` past the end).
+    pub(crate) fn read_at(&self, offset: usize, out: &mut [u8]) -> Result {
+        if out.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `raw` is live; `out` is valid for `out.len()` writes.
+        to_result(unsafe { treenet_msg_read(self.raw, offset, out.as_mut_ptr(), out.len()) })
+    }
+}
+
+impl Drop for Message {
+    fn drop(&mut self) {
+        // SAFETY: `raw` was handed to us by a receive callback and this is
+        // its one release.
+        unsafe { treenet_msg_put(self.raw) }
+    }
+}
+
+/// What a channel's owner does with its traffic.  Both methods run in
+/// treenet's engine thread: they must not sleep for long (queue the work).
+pub(crate) trait Handler: Send + Sync + 'static {
+    /// A whole message arrived from node `src`.
+    fn receive(&self, src: u16, msg: Message);
+    /// Node `node` became reachable (`up`) or unreachable.
+    fn peer_event(&self, node: u16, up: bool);
+}
+
+/// A registered channel; unregistered (and no callback running) on drop.
+pub(crate) struct Channel<H: Handler> {
+    channel: u16,
+    handler: Arc<H>,
+}
+
+/// # Safety
+///
+/// `ctx` must be the `Arc<H>` pointer of a registered [`Channel<H>`] and
+/// `msg` a message treenet hands over.
+unsafe extern "C" fn receive_trampoline<H: Handler>(
+    ctx: *mut c_void,
+    _channel: u16,
+    src: u16,
+    msg: *mut RawMsg,
+) {
+    let msg = Message { raw: msg };
+    // SAFETY: `ctx` is the `Arc<H>` pointer registered by `Channel::register`,
+    // alive until `treenet_unregister` returned (in `Channel::drop`).
+    let handler = unsafe { &*ctx.cast_const().cast::<H>() };
+    handler.receive(src, msg);
+}
+
+/// # Safety
+///
+/// `ctx` must be the `Arc<H>` pointer of a registered [`Channel<H>`].
+unsafe extern "C" fn peer_trampoline<H: Handler>(ctx: *mut c_void, node: u16, up: bool) {
+    // SAFETY: as in `receive_trampoline`.
+    let handler = unsafe { &*ctx.cast_const().cast::<H>() };
+    handler.peer_event(node, up);
+}
+
+impl<H: Handler> Channel<H> {
+    const OPS: RawOps = RawOps {
+        receive: Some(receive_trampoline::<H>),
+        peer_event: Some(peer_trampoline::<H>),
+    };
+
+    /// Registers `handler` for `channel` (4..63; `EBUSY` if taken).
+    pub(crate) fn register(channel: u16, handler: Arc<H>) -> Result<Self> {
+        let ctx = Arc::as_ptr(&handler).cast_mut().cast::<c_void>();
+        // SAFETY: `OPS` is valid for the call (treenet copies the callbacks);
+        // `ctx` stays valid (we hold `handler`) until `drop` unregistered the
+        // channel, and the trampolines are `H`'s.
+        to_result(unsafe { treenet_register(channel, &Self::OPS, ctx) })?;
+        Ok(Self { channel, handler })
+    }
+
+    /// The registered handler.
+    pub(crate) fn handler(&self) -> &Arc<H> {
+        &self.handler
+    }
+
+    /// Sends `data` to `dst` on this channel (see [`send`]).
+    pub(crate) fn send(&self, dst: u16, data: &[u8], block: bool) -> Result {
+        send(self.channel, dst, data, block)
+    }
+}
+
+impl<H: Handler> Drop for Channel<H> {
+    fn drop(&mut self) {
+        // SAFETY: no preconditions; returns once no callback runs.
+        unsafe { treenet_unregister(self.channel) }
+    }
+}
+
+/// Sends `data` on `channel` to `dst` ([`BROADCAST`]: every node below).
+/// With `block`, may sleep while the destination's queue is full;
+/// otherwise fails with `EAGAIN`.
+pub(crate) fn send(channel: u16, dst: u16, data: &[u8], block: bool) -> Result {
+    // SAFETY: `data` is valid for `data.len()` reads.
+    to_result(unsafe { treenet_send(channel, dst, data.as_ptr(), data.len(), block) })
+}
+
+/// This node's id (`ENODEV` before treenet is up).
+pub(crate) fn node_id() -> Result<u16> {
+    // SAFETY: no preconditions.
+    let rc = unsafe { treenet_node_id() };
+    to_result(rc)?;
+    u16::try_from(rc).map_err(|_| EINVAL)
+}
+
+/// The ION of this node's pset (this node's own id on an ION).
+pub(crate) fn ion() -> Result<u16> {
+    // SAFETY: no preconditions.
+    let rc = unsafe { treenet_ion() };
+    to_result(rc)?;
+    u16::try_from(rc).map_err(|_| EINVAL)
+}
+
+/// Whether `node` is reachable now.
+pub(crate) fn reachable(node: u16) -> bool {
+    // SAFETY: no preconditions.
+    unsafe { treenet_reachable(node) }
+}
+
+/// Whether `node` is in this node's subtree (on an ION: one of its CNs).
+pub(crate) fn is_below(node: u16) -> bool {
+    // SAFETY: no preconditions.
+    unsafe { treenet_is_below(node) }
 }

@@ -221,3 +221,19 @@ pub(crate) extern "C" fn treenet_node_id() -> c_int {
 pub(crate) extern "C" fn treenet_reachable(node: u16) -> bool {
     instance().is_ok_and(|net| net.reachable(node))
 }
+
+/// The ION of this node's pset: this node's id on an ION, the ION's id on a
+/// CN that has one up, or -ENODEV / -EHOSTUNREACH.
+#[no_mangle]
+pub(crate) extern "C" fn treenet_ion() -> c_int {
+    match instance() {
+        Ok(net) => net.ion().map_or(EHOSTUNREACH.to_errno(), c_int::from),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Whether `node` is in this node's subtree now (on an ION: one of its CNs).
+#[no_mangle]
+pub(crate) extern "C" fn treenet_is_below(node: u16) -> bool {
+    instance().is_ok_and(|net| net.is_below(node))
+}

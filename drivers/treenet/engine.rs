@@ -13,6 +13,7 @@
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
+use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
 use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
@@ -94,63 +95,48 @@ impl Knobs {
     }
 }
 
-macro_rules! counters {
-    ($($name:ident: $doc:literal,)*) => {
-        /// treenet's 64-bit counters (sysfs, one file each).
-        pub(crate) struct Stats {
-            $(#[doc = $doc] pub(crate) $name: Atomic<u64>,)*
-        }
-        impl Stats {
-            fn new() -> Self {
-                Self { $($name: Atomic::new(0),)* }
-            }
-            /// Every counter with its name.
-            pub(crate) fn each(&self, mut f: impl FnMut(&'static str, u64)) {
-                $(f(stringify!($name), self.$name.load(Relaxed));)*
-            }
-        }
-    };
-}
-
 counters! {
-    frames_sent: "Frames transmitted (retransmissions included).",
-    frames_received: "Frames received and accepted.",
-    msgs_sent: "Messages handed to treenet by local senders.",
-    msgs_received: "Messages delivered to local channels.",
-    bytes_sent: "Message bytes handed to treenet by local senders.",
-    bytes_received: "Message bytes delivered to local channels.",
-    msgs_forwarded: "Messages relayed for other nodes.",
-    bcast_sent: "Broadcast messages originated here.",
-    bcast_received: "Broadcast messages delivered here.",
-    retransmits: "Frames sent again (timeout or selective-ack hole).",
-    rto_expired: "Retransmission timeouts.",
-    duplicates: "Duplicate frames received (suppressed).",
-    rendezvous_waits: "Large messages that waited for a grant.",
-    grants_given: "Rendezvous grants given to senders.",
-    acks_sent: "Ack frames sent.",
-    hellos_sent: "Hello frames sent.",
-    peer_up: "Neighbours that came up (or restarted).",
-    peer_down: "Neighbours that went silent past peer_timeout_ms.",
-    msgs_failed: "Queued messages dropped because their peer went down.",
-    drop_truncated: "Frames dropped: truncated.",
-    drop_oversized: "Frames dropped: payload over the local limit.",
-    drop_bad_version: "Frames dropped: unknown wire version.",
-    drop_bad_checksum: "Frames dropped: checksum mismatch.",
-    drop_bad_kind: "Frames dropped: unknown frame type.",
-    drop_unknown_node: "Frames dropped: sender is not a known neighbour.",
-    drop_not_for_us: "Frames dropped: addressed to another node.",
-    drop_out_of_window: "Frames dropped: sequence outside the window.",
-    drop_msg_too_long: "Messages dropped: longer than max_msg_size.",
-    drop_reassembly: "Messages dropped: malformed fragment sequence.",
-    drop_no_route: "Messages dropped: destination unreachable.",
-    drop_no_channel: "Messages dropped: no receiver on the channel.",
-    drop_nomem: "Messages dropped: out of memory.",
-    drop_bad_hello: "Hellos dropped: malformed or from another pset.",
-    drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
-    inject_drop: "Frames dropped by fault injection.",
-    inject_dup: "Frames duplicated by fault injection.",
-    inject_reorder: "Frames reordered by fault injection.",
-    tx_errors: "Frames the device refused.",
+    /// treenet's 64-bit counters (sysfs, one file each).
+    pub(crate) struct Stats {
+        frames_sent: "Frames transmitted (retransmissions included).",
+        frames_received: "Frames received and accepted.",
+        msgs_sent: "Messages handed to treenet by local senders.",
+        msgs_received: "Messages delivered to local channels.",
+        bytes_sent: "Message bytes handed to treenet by local senders.",
+        bytes_received: "Message bytes delivered to local channels.",
+        msgs_forwarded: "Messages relayed for other nodes.",
+        bcast_sent: "Broadcast messages originated here.",
+        bcast_received: "Broadcast messages delivered here.",
+        retransmits: "Frames sent again (timeout or selective-ack hole).",
+        rto_expired: "Retransmission timeouts.",
+        duplicates: "Duplicate frames received (suppressed).",
+        rendezvous_waits: "Large messages that waited for a grant.",
+        grants_given: "Rendezvous grants given to senders.",
+        acks_sent: "Ack frames sent.",
+        hellos_sent: "Hello frames sent.",
+        peer_up: "Neighbours that came up (or restarted).",
+        peer_down: "Neighbours that went silent past peer_timeout_ms.",
+        msgs_failed: "Queued messages dropped because their peer went down.",
+        drop_truncated: "Frames dropped: truncated.",
+        drop_oversized: "Frames dropped: payload over the local limit.",
+        drop_bad_version: "Frames dropped: unknown wire version.",
+        drop_bad_checksum: "Frames dropped: checksum mismatch.",
+        drop_bad_kind: "Frames dropped: unknown frame type.",
+        drop_unknown_node: "Frames dropped: sender is not a known neighbour.",
+        drop_not_for_us: "Frames dropped: addressed to another node.",
+        drop_out_of_window: "Frames dropped: sequence outside the window.",
+        drop_msg_too_long: "Messages dropped: longer than max_msg_size.",
+        drop_reassembly: "Messages dropped: malformed fragment sequence.",
+        drop_no_route: "Messages dropped: destination unreachable.",
+        drop_no_channel: "Messages dropped: no receiver on the channel.",
+        drop_nomem: "Messages dropped: out of memory.",
+        drop_bad_hello: "Hellos dropped: malformed or from another pset.",
+        drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
+        inject_drop: "Frames dropped by fault injection.",
+        inject_dup: "Frames duplicated by fault injection.",
+        inject_reorder: "Frames reordered by fault injection.",
+        tx_errors: "Frames the device refused.",
+    }
 }
 
 /// Upper-layer receiver of one channel.
@@ -636,6 +622,14 @@ impl Treenet {
     pub(crate) fn nodes_below(&self) -> usize {
         let g = self.inner.lock();
         g.children().map(|i| 1 + g.neighbors[i].below.len()).sum()
+    }
+
+    /// Whether `node` is a node of this node's subtree (on an ION: a CN of
+    /// its pset), reachable now through one of its children.
+    pub(crate) fn is_below(&self, node: u16) -> bool {
+        let g = self.inner.lock();
+        let mut children = g.children();
+        children.any(|i| g.neighbors[i].node == node || g.neighbors[i].below.contains(&node))
     }
 
     /// The ION of this pset as far as this node knows (itself on an ION).

@@ -52,6 +52,8 @@ int treenet_msg_read(const struct treenet_msg *msg, size_t offset, u8 *buf, size
 void treenet_msg_put(struct treenet_msg *msg);
 int treenet_node_id(void);
 bool treenet_reachable(u16 node);
+int treenet_ion(void);
+bool treenet_is_below(u16 node);
 
 EXPORT_SYMBOL_GPL(treenet_abi_version);
 EXPORT_SYMBOL_GPL(treenet_register);
@@ -62,3 +64,5 @@ EXPORT_SYMBOL_GPL(treenet_msg_read);
 EXPORT_SYMBOL_GPL(treenet_msg_put);
 EXPORT_SYMBOL_GPL(treenet_node_id);
 EXPORT_SYMBOL_GPL(treenet_reachable);
+EXPORT_SYMBOL_GPL(treenet_ion);
+EXPORT_SYMBOL_GPL(treenet_is_below);

@@ -20,9 +20,11 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod cred;
 pub(crate) mod kthread;
 pub(crate) mod msgbuf;
 pub(crate) mod netlink;
+pub(crate) mod stats;
 pub(crate) mod suite;
 pub(crate) mod sysfs;
 pub(crate) mod time;

@@ -3,5 +3,6 @@
  * Every C shim of rust/zoid_kernel, for a module's own shim to #include
  * (each module links its own module-local copy: they are not exported).
  */
+#include "cred.c"
 #include "kthread.c"
 #include "netlink.c"

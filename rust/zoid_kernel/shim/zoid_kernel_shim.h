@@ -12,6 +12,9 @@ struct sk_buff;
 struct zk_thread;
 struct zk_netlink;
 
+void zk_current_creds(u32 *tgid, u32 *uid, u32 *gid, u32 *groups,
+		      u32 max_groups, u32 *ngroups);
+
 struct zk_thread *zk_thread_alloc(void);
 int zk_thread_start(struct zk_thread *t, int (*fn)(void *), void *data,
 		    const char *name);
