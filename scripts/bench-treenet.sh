@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 log="$repo/out/bench-treenet"
 
-bin=$("$here/build-tcpbench.sh" x86_64)
+bin=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)
 rm -rf "$log"   # stale consoles would give stale numbers
 rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor release --cns 1 --log "$log" \

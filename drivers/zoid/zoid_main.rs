@@ -2,12 +2,24 @@
 
 //! zoid: in-kernel function-call forwarding from compute nodes to I/O nodes.
 //!
-//! At this stage zoid attaches to treenet (checking that the two speak the
-//! same protocol) and publishes `/sys/kernel/zoid/`.  The CN client, the ION
-//! server and the plug-ins arrive with the zoid issue.
+//! One module plays both roles over treenet channel [`CHANNEL`]: the CN
+//! client ([`client`]: attach handshake, calls with soft/hard timeouts,
+//! `/dev/zoid`) and the ION server ([`server`]: receive thread, scheduler,
+//! worker pool, plug-ins).  A node serves only the CNs below it in the
+//! tree, so on a CN the server refuses everything it is sent.
+//! `docs/zoid.md` describes the protocol and the sysfs interface.
 
 use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
 use kernel::sync::Arc;
+
+mod client;
+mod devzoid;
+mod plugin;
+mod server;
+mod stats;
+mod sysfs_attrs;
+mod ztest_plugin;
 
 #[path = "../treenet/abi.rs"]
 mod treenet;
@@ -17,8 +29,16 @@ mod zoid_kernel;
 #[path = "../../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
 
-use zoid_kernel::sysfs::{Attribute, SysfsDir, SysfsWriter};
+use client::Client;
+use plugin::Registry;
+use server::{Server, ServerCore};
+use stats::Stats;
+use zoid_kernel::sysfs::SysfsDir;
 use zoid_proto::version::{Version, SUITE_VERSION};
+use zoid_proto::zoid::wire::{CallHeader, MsgKind, HEADER_LEN as CALL_HEADER_LEN};
+
+/// The treenet channel zoid speaks on.
+pub(crate) const CHANNEL: u16 = 4;
 
 module! {
     type: Zoid,
@@ -29,43 +49,134 @@ module! {
 }
 
 /// zoid's state, shared with its sysfs files.
-struct ZoidState {
+pub(crate) struct ZoidState {
     /// The treenet this zoid runs on.
-    treenet: Version,
+    pub(crate) treenet: Version,
+    /// Counters and histograms.
+    pub(crate) stats: Arc<Stats>,
+    /// Registered plug-ins.
+    pub(crate) plugins: Arc<Registry>,
+    /// The CN side.
+    pub(crate) client: Arc<Client>,
+    /// The ION side.
+    pub(crate) server: Arc<Server>,
 }
 
-fn show_treenet_version(s: &ZoidState, w: &mut SysfsWriter<'_>) -> Result {
-    writeln!(w, "{}", s.treenet)
+/// treenet's callbacks: replies go to the client, the rest to the server.
+struct Net {
+    client: Arc<Client>,
+    server: Arc<ServerCore>,
 }
 
-static ATTRS: [Attribute<ZoidState>; 2] = [
-    Attribute::ro(c"version", zoid_kernel::suite::show_version),
-    Attribute::ro(c"treenet_version", show_treenet_version),
-];
+impl treenet::Handler for Net {
+    fn receive(&self, src: u16, msg: treenet::Message) {
+        let mut head = [0u8; CALL_HEADER_LEN];
+        let hdr = if msg.len() >= CALL_HEADER_LEN && msg.read_at(0, &mut head).is_ok() {
+            CallHeader::decode(&head).ok()
+        } else {
+            None
+        };
+        match hdr {
+            Some(h) if matches!(h.kind, MsgKind::Reply | MsgKind::AttachReply) => {
+                self.client.deliver(src, &h, &msg);
+            }
+            // Malformed messages too: the server counts them.
+            _ => self.server.deliver(src, msg),
+        }
+    }
 
-/// The loaded module.
-struct Zoid {
-    _sysfs: SysfsDir<ZoidState>,
-}
-
-impl kernel::Module for Zoid {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
-        let treenet = treenet::attach()?;
-        let state = Arc::new(ZoidState { treenet }, GFP_KERNEL)?;
-        let sysfs = SysfsDir::new(c"zoid", state, &ATTRS)?;
-        pr_info!("zoid {SUITE_VERSION} loaded (treenet {treenet})\n");
-        Ok(Self { _sysfs: sysfs })
+    fn peer_event(&self, node: u16, up: bool) {
+        self.client.peer_event(node, up);
+        if !up {
+            self.server.deliver_gone(node);
+        }
     }
 }
 
-impl Drop for Zoid {
-    fn drop(&mut self) {
+/// The loaded module.
+#[pin_data(PinnedDrop)]
+struct Zoid {
+    sysfs: Option<SysfsDir<ZoidState>>,
+    #[pin]
+    misc: kernel::miscdevice::MiscDeviceRegistration<devzoid::ZoidFile>,
+    channel: Option<treenet::Channel<Net>>,
+}
+
+impl kernel::InPlaceModule for Zoid {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        devzoid::init_slot();
+        try_pin_init!(Self {
+            sysfs: None,
+            misc <- kernel::miscdevice::MiscDeviceRegistration::register(
+                kernel::miscdevice::MiscDeviceOptions { name: c"zoid" }
+            ),
+            channel: None,
+        }? Error)
+        .pin_chain(|this| {
+            // SAFETY: `sysfs` and `channel` are not structurally pinned.
+            let this = unsafe { this.get_unchecked_mut() };
+            let (sysfs, channel) = start()?;
+            this.sysfs = Some(sysfs);
+            this.channel = Some(channel);
+            Ok(())
+        })
+    }
+}
+
+/// Brings zoid up: plug-ins, server threads, treenet channel, sysfs.
+fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
+    let treenet = treenet::attach()?;
+    let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
+    let plugins = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
+    plugins.register(Arc::new(ztest_plugin::Ztest, GFP_KERNEL)?)?;
+    let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;
+    let server = Server::start(plugins.clone(), stats.clone())?;
+    let net = Arc::new(
+        Net {
+            client: client.clone(),
+            server: server.core().clone(),
+        },
+        GFP_KERNEL,
+    )?;
+    let channel = treenet::Channel::register(CHANNEL, net)?;
+    devzoid::publish(Some(client.clone()));
+    let state = Arc::new(
+        ZoidState {
+            treenet,
+            stats,
+            plugins,
+            client,
+            server,
+        },
+        GFP_KERNEL,
+    )?;
+    let sysfs = SysfsDir::new(c"zoid", state, &sysfs_attrs::ATTRS)?;
+    pr_info!(
+        "zoid {SUITE_VERSION} loaded (treenet {treenet}, {} workers)\n",
+        sysfs.context().server.core().knobs.workers.load(Relaxed)
+    );
+    Ok((sysfs, channel))
+}
+
+#[pinned_drop]
+impl PinnedDrop for Zoid {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: `sysfs` and `channel` are not structurally pinned.
+        let this = unsafe { self.get_unchecked_mut() };
+        this.sysfs.take();
+        devzoid::publish(None);
+        // No callback runs once the channel is gone; the server's threads
+        // stop when its last reference (held by the handler) drops.
+        this.channel.take();
         pr_info!("zoid unloaded\n");
     }
 }
 
-#[kunit_tests(zoid_foundation)]
+#[kunit_tests(zoid_core)]
 mod tests {
+    use super::devzoid::{IocCall, IOC_CALL_LEN};
+    use super::plugin::parse_modules_command;
+    use super::stats::{Histogram, BUCKETS};
     use super::*;
 
     #[test]
@@ -75,33 +186,46 @@ mod tests {
         Ok(())
     }
 
-    /// A sysfs directory disappears with its owner: creating the same one
-    /// again succeeds (a leftover would fail with EEXIST and a kernel
-    /// warning, which the harness reports).
     #[test]
-    fn sysfs_dir_is_removed_on_drop() -> Result {
-        for _ in 0..3 {
-            let state = Arc::new(
-                ZoidState {
-                    treenet: SUITE_VERSION,
-                },
-                GFP_KERNEL,
-            )?;
-            let dir = SysfsDir::new(c"zoid_kunit_probe", state, &ATTRS)?;
-            assert_eq!(dir.context().treenet, SUITE_VERSION);
-        }
+    fn modules_commands_parse() -> Result {
+        assert_eq!(parse_modules_command(b"unix\n")?, (&b"unix"[..], true));
+        assert_eq!(parse_modules_command(b"+ztest")?, (&b"ztest"[..], true));
+        assert_eq!(parse_modules_command(b"-ztest\n")?, (&b"ztest"[..], false));
+        assert!(parse_modules_command(b"-").is_err());
+        assert!(parse_modules_command(b"a b").is_err());
+        assert!(parse_modules_command(b"\n").is_err());
         Ok(())
     }
 
     #[test]
-    fn treenet_version_file_shows_one_line() -> Result {
-        let s = ZoidState {
-            treenet: Version::new(0, 1, 9),
-        };
-        let mut page = [0u8; 32];
-        let mut w = SysfsWriter::new(&mut page);
-        show_treenet_version(&s, &mut w)?;
-        assert_eq!(w.as_bytes(), b"0.1.9\n");
-        Ok(())
+    fn latency_buckets_are_log2_microseconds() {
+        assert_eq!(Histogram::bucket_of(0), 0);
+        assert_eq!(Histogram::bucket_of(1023), 0);
+        assert_eq!(Histogram::bucket_of(1024), 1);
+        assert_eq!(Histogram::bucket_of(3 * 1024), 2);
+        assert_eq!(Histogram::bucket_of(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn ioctl_call_struct_decodes_at_the_uapi_offsets() {
+        let mut raw = [0u8; IOC_CALL_LEN];
+        raw[0..2].copy_from_slice(&1u16.to_ne_bytes());
+        raw[2..4].copy_from_slice(&7u16.to_ne_bytes());
+        raw[8..12].copy_from_slice(&500u32.to_ne_bytes());
+        raw[12..16].copy_from_slice(&12u32.to_ne_bytes());
+        raw[16..24].copy_from_slice(&0x1000u64.to_ne_bytes());
+        raw[24..32].copy_from_slice(&0x2000u64.to_ne_bytes());
+        raw[32..36].copy_from_slice(&64u32.to_ne_bytes());
+        let mut c = IocCall::decode(&raw);
+        assert_eq!(
+            (c.plugin, c.function, c.timeout_ms, c.args_len),
+            (1, 7, 500, 12)
+        );
+        assert_eq!((c.args, c.reply, c.reply_cap), (0x1000, 0x2000, 64));
+        c.reply_len = 9;
+        c.error = 2;
+        c.encode_out(&mut raw);
+        let back = IocCall::decode(&raw);
+        assert_eq!((back.reply_len, back.error), (9, 2));
     }
 }

@@ -2,7 +2,7 @@
 /*
  * tcpbench: the TCP side of `make bench-treenet` (the same measurements as
  * treenet's /sys/kernel/treenet/selftest, over a TCP connection on the same
- * link).  Built static for the guests by scripts/build-tcpbench.sh.
+ * link).  Built static for the guests by scripts/build-guest-tool.sh.
  *
  *   tcpbench server <port> [<bind-ip>]   serve tput/ping connections, one at
  *                                         a time, until a client sends `quit`

@@ -8,8 +8,8 @@
 is still dozens of files.  This script asks libFuzzer (the target built by
 `cargo +nightly fuzz build`) which edges and features each corpus file
 reaches, picks greedily every edge and then the most features within the
-budget, and joins the picked inputs into files of at most 8 KiB (treenet_rx)
-or 4 KiB (grant_queue) with the drivers' restart records, so one file
+budget, and joins the picked inputs into files of at most 8 KiB (treenet_rx,
+zoid_dispatch) or 4 KiB (grant_queue) with the drivers' restart records, so one file
 replays several inputs from a fresh state.  It checks that the packed corpus
 still reaches every edge (adding single inputs back if not) and replaces
 corpus/<target>/.
@@ -50,10 +50,25 @@ def gq_join(cfg, body):
     return bytes([7, 0x80 | (cfg % 10)]) + body  # set_slots | GRANT_RESTART
 
 
+def zd_canon(d):
+    """Config byte and the records re-encoded with their exact lengths."""
+    cfg, rest, recs = d[0], d[1:], b""
+    while len(rest) >= 3:
+        n = min(struct.unpack(">H", rest[1:3])[0], len(rest) - 3)
+        recs += rest[:1] + struct.pack(">H", n) + rest[3 : 3 + n]
+        rest = rest[3 + n :]
+    return cfg, recs
+
+
+def zd_join(cfg, body):
+    return b"\x80" + struct.pack(">H", 1) + bytes([cfg]) + body  # ZCTRL_RESTART
+
+
 # canonicaliser, joiner, packed file size limit, default byte budget
 TARGETS = {
     "treenet_rx": (rx_canon, rx_join, 8192, 140_000),
     "grant_queue": (gq_canon, gq_join, 4096, 30_000),
+    "zoid_dispatch": (zd_canon, zd_join, 8192, 120_000),
 }
 
 

@@ -18,3 +18,4 @@
 pub mod crc32c;
 pub mod treenet;
 pub mod version;
+pub mod zoid;

@@ -4,8 +4,10 @@
 //! corpus replay test (`tests/fuzz_corpus.rs`), so a stable `cargo test`
 //! runs every corpus input through exactly the code the fuzzer ran.
 //!
-//! Both drivers panic (assert) when an invariant breaks; they never panic on
-//! merely malformed input.
+//! The drivers panic (assert) when an invariant breaks; they never panic on
+//! merely malformed input.  zoid's call path is in [`zoid`].
+
+pub mod zoid;
 
 use zoid_proto::crc32c::Crc32c;
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};

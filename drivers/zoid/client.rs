@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The CN side: attaches to the pset's ION and forwards calls to it.
+//!
+//! A call is a message `[CallHeader][groups][arguments]` on treenet channel
+//! [`CHANNEL`]; the ION answers `[CallHeader (errno)][results]` with the
+//! same tag.  Callers wait on their own [`PendingCall`] (the receive path
+//! only files the reply and wakes them).  Timeouts follow the mount-style
+//! `soft`/`hard` choice: soft calls fail with `ETIMEDOUT` after `timeout_ms`;
+//! hard calls keep waiting, and are sent again when the ION comes back
+//! (a new attach), until a fatal signal.
+
+use crate::stats::Stats;
+use crate::treenet;
+use crate::zoid_kernel::cred::Creds;
+use crate::zoid_kernel::time::{ms_to_jiffies, now_ns};
+use crate::zoid_proto::version::SUITE_VERSION;
+use crate::zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
+use crate::zoid_proto::zoid::plugin::{CallError, Transport};
+use crate::zoid_proto::zoid::wire::{
+    AttachReply, AttachRequest, CallHeader, MsgKind, ATTACH_REPLY_LEN, ATTACH_REQUEST_LEN,
+    FLAG_GROUPS, HEADER_LEN as CALL_HEADER_LEN,
+};
+use crate::CHANNEL;
+use kernel::new_condvar;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{Arc, CondVar, CondVarTimeoutResult, Mutex};
+
+/// The client's knobs (sysfs).
+pub(crate) struct ClientKnobs {
+    /// Per-call timeout (ms) in soft mode; attach timeout in both modes.
+    pub(crate) timeout_ms: Atomic<u32>,
+    /// 1: hard mode (wait for the ION), 0: soft.
+    pub(crate) hard: Atomic<u32>,
+}
+
+/// How a call ended.
+enum CallState {
+    Waiting,
+    Done { errno: i32, reply: KVVec<u8> },
+}
+
+/// One call in flight.
+#[pin_data]
+pub(crate) struct PendingCall {
+    tag: u32,
+    #[pin]
+    state: Mutex<CallState>,
+    #[pin]
+    done: CondVar,
+}
+
+struct ClientState {
+    ion: Option<u16>,
+    limits: Option<AttachReply>,
+    /// Incremented at every successful attach (hard-mode resends).
+    epoch: u32,
+    attaching: bool,
+    calls: KVec<Arc<PendingCall>>,
+}
+
+/// The CN client.
+#[pin_data]
+pub(crate) struct Client {
+    pub(crate) knobs: ClientKnobs,
+    stats: Arc<Stats>,
+    next_tag: Atomic<u32>,
+    #[pin]
+    state: Mutex<ClientState>,
+    #[pin]
+    attached: CondVar,
+}
+
+/// The reply of a call: errno (0 on success) and the marshalled results.
+pub(crate) struct CallReply {
+    /// 0 or a positive errno from the ION.
+    pub(crate) errno: i32,
+    /// The results (`i64` return value first), empty when `errno != 0`.
+    pub(crate) data: KVVec<u8>,
+}
+
+impl Client {
+    /// A detached client.
+    pub(crate) fn new(stats: Arc<Stats>) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            knobs: ClientKnobs {
+                timeout_ms: Atomic::new(30_000),
+                hard: Atomic::new(0),
+            },
+            stats,
+            next_tag: Atomic::new(1),
+            state <- kernel::new_mutex!(ClientState {
+                ion: None,
+                limits: None,
+                epoch: 0,
+                attaching: false,
+                calls: KVec::new(),
+            }, "zoid::client"),
+            attached <- new_condvar!("zoid::attached"),
+        }? Error)
+    }
+
+    /// The limits the ION announced, if attached.
+    pub(crate) fn limits(&self) -> Option<(u16, AttachReply)> {
+        let g = self.state.lock();
+        Some((g.ion?, g.limits?))
+    }
+
+    /// Receive path: a reply or an attach reply from `src`.
+    pub(crate) fn deliver(&self, src: u16, hdr: &CallHeader, msg: &treenet::Message) {
+        match hdr.kind {
+            MsgKind::AttachReply => {
+                let mut buf = [0u8; ATTACH_REPLY_LEN];
+                let mut g = self.state.lock();
+                if hdr.errno == 0 && msg.read_at(CALL_HEADER_LEN, &mut buf).is_ok() && g.attaching {
+                    if let Ok(r) = AttachReply::decode(&buf) {
+                        g.ion = Some(src);
+                        g.limits = Some(r);
+                        g.epoch = g.epoch.wrapping_add(1);
+                    }
+                } else if hdr.errno != 0 {
+                    pr_warn!("zoid: ION {src} refused attach: errno {}\n", hdr.errno);
+                }
+                g.attaching = false;
+                drop(g);
+                self.attached.notify_all();
+            }
+            MsgKind::Reply => {
+                let call = {
+                    let g = self.state.lock();
+                    g.calls.iter().find(|c| c.tag == hdr.tag).cloned()
+                };
+                let Some(call) = call else {
+                    self.stats.c.replies_stale.fetch_add(1, Relaxed);
+                    return;
+                };
+                let body = msg.len().saturating_sub(CALL_HEADER_LEN);
+                let mut reply = KVVec::new();
+                if reply.resize(body, 0, GFP_KERNEL).is_err()
+                    || msg.read_at(CALL_HEADER_LEN, &mut reply).is_err()
+                {
+                    self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+                    return;
+                }
+                self.stats.c.replies_received.fetch_add(1, Relaxed);
+                *call.state.lock() = CallState::Done {
+                    errno: hdr.errno,
+                    reply,
+                };
+                call.done.notify_all();
+            }
+            _ => {
+                self.stats.c.malformed.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Treenet says `node` went up or down.
+    pub(crate) fn peer_event(&self, node: u16, up: bool) {
+        let mut g = self.state.lock();
+        if !up && g.ion == Some(node) {
+            g.ion = None;
+            g.limits = None;
+        }
+        drop(g);
+        self.attached.notify_all();
+    }
+
+    /// Attaches now if not attached.
+    pub(crate) fn attach_now(&self) -> Result {
+        self.ensure_attached().map(|_| ())
+    }
+
+    /// Attaches if needed; returns (ion, limits, epoch).
+    fn ensure_attached(&self) -> Result<(u16, AttachReply, u32)> {
+        let timeout = u64::from(self.knobs.timeout_ms.load(Relaxed));
+        let deadline = now_ns() + timeout * 1_000_000;
+        let mut g = self.state.lock();
+        loop {
+            if let (Some(ion), Some(l)) = (g.ion, g.limits) {
+                return Ok((ion, l, g.epoch));
+            }
+            if now_ns() >= deadline {
+                return Err(ETIMEDOUT);
+            }
+            if !g.attaching {
+                let Ok(ion) = treenet::ion() else {
+                    // No ION yet: poll.
+                    let r = self
+                        .attached
+                        .wait_interruptible_timeout(&mut g, ms_to_jiffies(100));
+                    if let CondVarTimeoutResult::Signal { .. } = r {
+                        return Err(EINTR);
+                    }
+                    continue;
+                };
+                g.attaching = true;
+                drop(g);
+                let mut msg = [0u8; CALL_HEADER_LEN + ATTACH_REQUEST_LEN];
+                let hdr = CallHeader {
+                    arg_len: ATTACH_REQUEST_LEN as u32,
+                    ..CallHeader::new(MsgKind::Attach, 0)
+                };
+                let mut hb = [0u8; CALL_HEADER_LEN];
+                hdr.encode(&mut hb);
+                msg[..CALL_HEADER_LEN].copy_from_slice(&hb);
+                let body = AttachRequest {
+                    proto: SUITE_VERSION.to_wire(),
+                    node: treenet::node_id().unwrap_or(0),
+                    max_reply: (4 << 20) + 1024,
+                }
+                .encode();
+                msg[CALL_HEADER_LEN..].copy_from_slice(&body);
+                let sent = treenet::send(CHANNEL, ion, &msg, true);
+                g = self.state.lock();
+                if sent.is_err() {
+                    g.attaching = false;
+                }
+            }
+            let r = self
+                .attached
+                .wait_interruptible_timeout(&mut g, ms_to_jiffies(200));
+            if let CondVarTimeoutResult::Signal { .. } = r {
+                return Err(EINTR);
+            }
+            if g.attaching && now_ns() >= deadline {
+                g.attaching = false;
+            }
+        }
+    }
+
+    /// Sends one call (already marshalled `args`) for `creds` and waits for
+    /// its reply.  `timeout_ms` 0 means the `timeout_ms` knob.
+    pub(crate) fn call(
+        &self,
+        creds: &Creds,
+        plugin: u16,
+        function: u16,
+        flags: u16,
+        args: &[u8],
+        timeout_ms: u32,
+    ) -> Result<CallReply> {
+        let (mut ion, limits, mut epoch) = self.ensure_attached()?;
+        let groups = creds.groups();
+        let groups_len = if groups.is_empty() {
+            0
+        } else {
+            4 + 4 * groups.len()
+        };
+        let total = CALL_HEADER_LEN + groups_len + args.len();
+        if total > limits.max_request as usize {
+            self.stats.c.e2big.fetch_add(1, Relaxed);
+            return Err(E2BIG);
+        }
+        let tag = self.next_tag.fetch_add(1, Relaxed);
+        let hdr = CallHeader {
+            kind: MsgKind::Call,
+            flags: flags | if groups.is_empty() { 0 } else { FLAG_GROUPS },
+            plugin,
+            function,
+            tag,
+            pid: creds.pid,
+            uid: creds.uid,
+            gid: creds.gid,
+            arg_len: args.len() as u32,
+            errno: 0,
+        };
+        let mut msg = KVVec::with_capacity(total, GFP_KERNEL)?;
+        let mut hb = [0u8; CALL_HEADER_LEN];
+        hdr.encode(&mut hb);
+        msg.extend_from_slice(&hb, GFP_KERNEL)?;
+        if !groups.is_empty() {
+            msg.extend_from_slice(&(groups.len() as u32).to_be_bytes(), GFP_KERNEL)?;
+            for g in groups {
+                msg.extend_from_slice(&g.to_be_bytes(), GFP_KERNEL)?;
+            }
+        }
+        msg.extend_from_slice(args, GFP_KERNEL)?;
+
+        let call = Arc::pin_init(
+            pin_init!(PendingCall {
+                tag,
+                state <- kernel::new_mutex!(CallState::Waiting, "zoid::call"),
+                done <- new_condvar!("zoid::call_done"),
+            }),
+            GFP_KERNEL,
+        )?;
+        self.state.lock().calls.push(call.clone(), GFP_KERNEL)?;
+        let result = self.send_and_wait(&call, &msg, &mut ion, &mut epoch, timeout_ms);
+        self.state.lock().calls.retain(|c| !Arc::ptr_eq(c, &call));
+        result
+    }
+
+    fn send_and_wait(
+        &self,
+        call: &Arc<PendingCall>,
+        msg: &[u8],
+        ion: &mut u16,
+        epoch: &mut u32,
+        timeout_ms: u32,
+    ) -> Result<CallReply> {
+        let start = now_ns();
+        let hard = self.knobs.hard.load(Relaxed) != 0;
+        let timeout = if timeout_ms == 0 {
+            self.knobs.timeout_ms.load(Relaxed)
+        } else {
+            timeout_ms
+        };
+        let deadline = start + u64::from(timeout) * 1_000_000;
+        self.stats.c.calls_sent.fetch_add(1, Relaxed);
+        self.stats.c.msgs_sent.fetch_add(1, Relaxed);
+        self.stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
+        let mut sent = treenet::send(CHANNEL, *ion, msg, true).is_ok();
+        loop {
+            {
+                let mut g = call.state.lock();
+                if let CallState::Done { .. } = &*g {
+                    let CallState::Done { errno, reply } =
+                        core::mem::replace(&mut *g, CallState::Waiting)
+                    else {
+                        return Err(EINVAL);
+                    };
+                    self.stats
+                        .round_trip
+                        .record_ns(now_ns().saturating_sub(start));
+                    return Ok(CallReply { errno, data: reply });
+                }
+                let r = call
+                    .done
+                    .wait_interruptible_timeout(&mut g, ms_to_jiffies(250));
+                if let CondVarTimeoutResult::Signal { .. } = r {
+                    drop(g);
+                    self.stats.c.interrupted.fetch_add(1, Relaxed);
+                    self.send_notice(*ion, MsgKind::Cancel, call.tag);
+                    return Err(EINTR);
+                }
+                if let CallState::Done { .. } = &*g {
+                    continue;
+                }
+            }
+            if !hard && now_ns() >= deadline {
+                self.stats.c.timeouts.fetch_add(1, Relaxed);
+                return Err(ETIMEDOUT);
+            }
+            // Hard mode (or a send that failed): once the ION is back (a
+            // new attach), send the call again.
+            let lost = !sent || {
+                let g = self.state.lock();
+                g.epoch != *epoch || g.ion.is_none()
+            };
+            if lost && (hard || now_ns() < deadline) {
+                if let Ok((i, _, e)) = self.ensure_attached() {
+                    if e != *epoch || !sent {
+                        *ion = i;
+                        *epoch = e;
+                        sent = treenet::send(CHANNEL, i, msg, true).is_ok();
+                        self.stats.c.resent.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends a notice (`ProcessExit` or `Cancel`) carrying `value`.
+    pub(crate) fn send_notice(&self, ion: u16, kind: MsgKind, value: u32) {
+        let mut msg = [0u8; CALL_HEADER_LEN + 4];
+        let hdr = CallHeader {
+            kind,
+            flags: 0,
+            plugin: 0,
+            function: 0,
+            tag: if kind == MsgKind::Cancel { value } else { 0 },
+            pid: if kind == MsgKind::ProcessExit {
+                value
+            } else {
+                0
+            },
+            uid: 0,
+            gid: 0,
+            arg_len: 4,
+            errno: 0,
+        };
+        let mut hb = [0u8; CALL_HEADER_LEN];
+        hdr.encode(&mut hb);
+        msg[..CALL_HEADER_LEN].copy_from_slice(&hb);
+        msg[CALL_HEADER_LEN..].copy_from_slice(&value.to_be_bytes());
+        let _ = treenet::send(CHANNEL, ion, &msg, false);
+    }
+
+    /// Tells the ION that process `pid` ended (it releases what it held).
+    pub(crate) fn process_exit(&self, pid: u32) {
+        if let Some((ion, _)) = self.limits() {
+            self.send_notice(ion, MsgKind::ProcessExit, pid);
+        }
+    }
+}
+
+/// Kernel callers (zoidfs, tests) issue calls through the generated stubs
+/// with the calling task's credentials.
+pub(crate) struct KernelTransport<'a> {
+    /// The client.
+    pub(crate) client: &'a Client,
+    /// Whose credentials the calls carry.
+    pub(crate) creds: Creds,
+}
+
+impl Transport for KernelTransport<'_> {
+    fn call(
+        &self,
+        plugin: u16,
+        function: u16,
+        encode: &dyn Fn(&mut Encoder<'_>) -> core::result::Result<(), MarshalError>,
+        decode: &mut dyn FnMut(&mut Decoder<'_>) -> core::result::Result<(), MarshalError>,
+    ) -> core::result::Result<(), CallError> {
+        let mut measure = Encoder::measuring();
+        encode(&mut measure).map_err(CallError::Marshal)?;
+        let mut args = KVVec::new();
+        args.resize(measure.len(), 0, GFP_KERNEL)
+            .map_err(|_| CallError::Transport(ENOMEM.to_errno().abs()))?;
+        let mut e = Encoder::new(&mut args);
+        encode(&mut e).map_err(CallError::Marshal)?;
+        let reply = self
+            .client
+            .call(&self.creds, plugin, function, 0, &args, 0)
+            .map_err(|err| CallError::Transport(err.to_errno().abs()))?;
+        if reply.errno != 0 {
+            return Err(CallError::Errno(reply.errno));
+        }
+        let mut d = Decoder::new(&reply.data);
+        decode(&mut d).map_err(CallError::Marshal)?;
+        d.finish().map_err(CallError::Marshal)
+    }
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/dev/zoid`: user programs issue forwarded calls through ioctls, with no
+//! daemon in the path.
+//!
+//! `ZOID_IOC_CALL` takes a [`IocCall`] (see `include/uapi/zoid.h` in
+//! `tools/zoid/`): the plug-in and function ids and the arguments already
+//! marshalled (the user library uses the same wire encoding as the
+//! kernel's generated stubs).  The calling task's pid and filesystem
+//! credentials go with the call.  When the file is closed (the process
+//! ended), the ION is told, so it releases what the process held.
+
+use crate::client::Client;
+use crate::zoid_kernel::cred::Creds;
+use kernel::fs::File;
+use kernel::ioctl::_IOWR;
+use kernel::miscdevice::{MiscDevice, MiscDeviceRegistration};
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::Arc;
+use kernel::uaccess::{UserPtr, UserSlice};
+
+/// Bytes of `struct zoid_ioc_call`.
+pub(crate) const IOC_CALL_LEN: usize = 48;
+/// `_IOWR('Z', 1, struct zoid_ioc_call)`.
+pub(crate) const ZOID_IOC_CALL: u32 = _IOWR::<[u8; IOC_CALL_LEN]>(b'Z' as u32, 1);
+/// `_IOWR('Z', 2, struct zoid_ioc_info)`: the attach limits.
+pub(crate) const ZOID_IOC_INFO: u32 = _IOWR::<[u8; IOC_INFO_LEN]>(b'Z' as u32, 2);
+/// Bytes of `struct zoid_ioc_info`.
+pub(crate) const IOC_INFO_LEN: usize = 24;
+
+/// `struct zoid_ioc_call`, native-endian like every ioctl argument.
+///
+/// ```c
+/// struct zoid_ioc_call {
+///     __u16 plugin, function; __u32 flags;
+///     __u32 timeout_ms;       /* 0: the client's timeout_ms knob */
+///     __u32 args_len;
+///     __u64 args;             /* marshalled arguments */
+///     __u64 reply;            /* buffer for the marshalled results */
+///     __u32 reply_cap;
+///     __u32 reply_len;        /* out: bytes of results */
+///     __s32 error;            /* out: 0 or the ION's positive errno */
+///     __u32 reserved;         /* must be 0 */
+/// };
+/// ```
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct IocCall {
+    pub(crate) plugin: u16,
+    pub(crate) function: u16,
+    pub(crate) flags: u32,
+    pub(crate) timeout_ms: u32,
+    pub(crate) args_len: u32,
+    pub(crate) args: u64,
+    pub(crate) reply: u64,
+    pub(crate) reply_cap: u32,
+    pub(crate) reply_len: u32,
+    pub(crate) error: i32,
+    pub(crate) reserved: u32,
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_ne_bytes([b[at], b[at + 1]])
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+impl IocCall {
+    /// Decodes the user's bytes.
+    pub(crate) fn decode(b: &[u8; IOC_CALL_LEN]) -> Self {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[16..24]);
+        let args = u64::from_ne_bytes(w);
+        w.copy_from_slice(&b[24..32]);
+        let reply = u64::from_ne_bytes(w);
+        Self {
+            plugin: u16_at(b, 0),
+            function: u16_at(b, 2),
+            flags: u32_at(b, 4),
+            timeout_ms: u32_at(b, 8),
+            args_len: u32_at(b, 12),
+            args,
+            reply,
+            reply_cap: u32_at(b, 32),
+            reply_len: u32_at(b, 36),
+            error: u32_at(b, 40) as i32,
+            reserved: u32_at(b, 44),
+        }
+    }
+
+    /// The out fields, at their offsets.
+    pub(crate) fn encode_out(&self, b: &mut [u8; IOC_CALL_LEN]) {
+        b[36..40].copy_from_slice(&self.reply_len.to_ne_bytes());
+        b[40..44].copy_from_slice(&self.error.to_ne_bytes());
+    }
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: initialised in the module initialiser before any use.
+    unsafe(uninit) static CLIENT: Mutex<Option<Arc<Client>>> = None;
+}
+
+/// Initialises the client slot; called once, first thing in module init.
+pub(crate) fn init_slot() {
+    // SAFETY: called once, before any other use of `CLIENT`.
+    unsafe { CLIENT.init() };
+}
+
+/// Publishes (or, with `None`, withdraws) the client `/dev/zoid` uses.
+pub(crate) fn publish(client: Option<Arc<Client>>) {
+    *CLIENT.lock() = client;
+}
+
+fn client() -> Result<Arc<Client>> {
+    CLIENT.lock().clone().ok_or(ENODEV)
+}
+
+/// One open `/dev/zoid`.
+pub(crate) struct ZoidFile {
+    /// Process that opened it (told to the ION on close).
+    pid: u32,
+    /// Calls issued through this file.
+    calls: Atomic<u64>,
+}
+
+#[vtable]
+impl MiscDevice for ZoidFile {
+    type Ptr = KBox<Self>;
+
+    fn open(_file: &File, _misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
+        client()?;
+        Ok(KBox::new(
+            ZoidFile {
+                pid: Creds::current().pid,
+                calls: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    fn release(me: KBox<Self>, _file: &File) {
+        if me.calls.load(Relaxed) != 0 {
+            if let Ok(client) = client() {
+                client.process_exit(me.pid);
+            }
+        }
+    }
+
+    fn ioctl(me: &ZoidFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let client = client()?;
+        match cmd {
+            ZOID_IOC_CALL => me.call(&client, UserPtr::from_addr(arg)),
+            ZOID_IOC_INFO => info(&client, UserPtr::from_addr(arg)),
+            _ => Err(ENOTTY),
+        }
+    }
+}
+
+impl ZoidFile {
+    fn call(&self, client: &Client, arg: UserPtr) -> Result<isize> {
+        let (mut reader, mut writer) = UserSlice::new(arg, IOC_CALL_LEN).reader_writer();
+        let mut raw = [0u8; IOC_CALL_LEN];
+        reader.read_slice(&mut raw)?;
+        let mut c = IocCall::decode(&raw);
+        if c.reserved != 0 || c.flags > u32::from(u16::MAX) {
+            return Err(EINVAL);
+        }
+        let max = client
+            .limits()
+            .map_or((4 << 20) + 1024, |(_, l)| l.max_request);
+        if c.args_len > max {
+            return Err(E2BIG);
+        }
+        let mut args = KVVec::new();
+        args.resize(c.args_len as usize, 0, GFP_KERNEL)?;
+        UserSlice::new(UserPtr::from_addr(c.args as usize), c.args_len as usize)
+            .reader()
+            .read_slice(&mut args)?;
+        self.calls.fetch_add(1, Relaxed);
+        let reply = client.call(
+            &Creds::current(),
+            c.plugin,
+            c.function,
+            c.flags as u16,
+            &args,
+            c.timeout_ms,
+        )?;
+        drop(args);
+        if reply.data.len() > c.reply_cap as usize {
+            return Err(EOVERFLOW);
+        }
+        UserSlice::new(UserPtr::from_addr(c.reply as usize), reply.data.len())
+            .writer()
+            .write_slice(&reply.data)?;
+        c.reply_len = reply.data.len() as u32;
+        c.error = reply.errno;
+        c.encode_out(&mut raw);
+        writer.write_slice(&raw)?;
+        Ok(0)
+    }
+}
+
+/// `struct zoid_ioc_info { __u16 ion; __u16 pad; __u32 max_request,
+/// max_reply, workers, max_outstanding, attached; }`: attaches first.
+fn info(client: &Client, arg: UserPtr) -> Result<isize> {
+    let _ = client.attach_now();
+    let mut out = [0u8; IOC_INFO_LEN];
+    if let Some((ion, l)) = client.limits() {
+        out[0..2].copy_from_slice(&ion.to_ne_bytes());
+        out[4..8].copy_from_slice(&l.max_request.to_ne_bytes());
+        out[8..12].copy_from_slice(&l.max_reply.to_ne_bytes());
+        out[12..16].copy_from_slice(&l.workers.to_ne_bytes());
+        out[16..20].copy_from_slice(&l.max_outstanding.to_ne_bytes());
+        out[20..24].copy_from_slice(&1u32.to_ne_bytes());
+    }
+    UserSlice::new(arg, IOC_INFO_LEN)
+        .writer()
+        .write_slice(&out)?;
+    Ok(0)
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Plug-ins: what an ION executes for its CNs.
+//!
+//! A plug-in's interface is declared once with `zoid_plugin!` in
+//! `rust/zoid_proto/src/zoid/plugins/`; the macro generates the ION-side
+//! `dispatch` (argument decoding with bounds checks, reply layout) and the
+//! CN-side stubs.  Here a plug-in is the type-erased [`Plugin`] object the
+//! ION's workers call, kept in the [`Registry`] under its id.  Which
+//! plug-ins are active is visible and switchable through
+//! `/sys/kernel/zoid/modules` (ZOID's `ZOID_MODULES`).
+
+use crate::zoid_kernel::cred::Creds;
+use crate::zoid_proto::zoid::plugin::{DispatchError, Reply};
+use crate::zoid_proto::zoid::sched::Priority;
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+/// Who called: the implementation API's view of a forwarded call.
+#[derive(Clone, Copy)]
+pub(crate) struct Caller {
+    /// The CN's node id.
+    pub(crate) node: u16,
+    /// Process id and credentials on the CN, as received (before any
+    /// mapping a plug-in applies, such as root squash).
+    pub(crate) creds: Creds,
+    /// The call's tag (unique among the CN's calls in flight).
+    pub(crate) tag: u32,
+}
+
+/// A plug-in as the ION's workers see it.
+pub(crate) trait Plugin: Send + Sync {
+    /// Its id (unique; a collision fails registration).
+    fn id(&self) -> u16;
+    /// Its name, as `/sys/kernel/zoid/modules` shows it.
+    fn name(&self) -> &'static str;
+    /// `(function id, name)` of every function.
+    fn functions(&self) -> &'static [(u16, &'static str)];
+    /// Decodes `args`, runs `function` for `caller` and lays its results out
+    /// in `reply`.
+    fn dispatch(
+        &self,
+        caller: &Caller,
+        function: u16,
+        args: &[u8],
+        reply: &mut [u8],
+    ) -> core::result::Result<Reply, DispatchError>;
+    /// Scheduling hint for one call (`None`: classify by size).  This is
+    /// the cache-hit-first hook: a plug-in that knows a call is cheap now
+    /// returns [`Priority::Urgent`].
+    fn priority(&self, _function: u16, _args: &[u8]) -> Option<Priority> {
+        None
+    }
+    /// Whether `function` never blocks and is cheap enough to run in the
+    /// receive path (with the `inline_bytes` knob).
+    fn inline_ok(&self, _function: u16) -> bool {
+        false
+    }
+    /// Process `pid` of node `node` ended: release what it held.
+    fn process_exit(&self, _node: u16, _pid: u32) {}
+    /// Node `node` detached or went down: release everything it held.
+    fn node_gone(&self, _node: u16) {}
+}
+
+struct Entry {
+    plugin: Arc<dyn Plugin>,
+    enabled: bool,
+}
+
+/// The plug-ins registered with this zoid, by id.
+#[pin_data]
+pub(crate) struct Registry {
+    #[pin]
+    entries: Mutex<KVec<Entry>>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            entries <- kernel::new_mutex!(KVec::new(), "zoid::plugins"),
+        })
+    }
+
+    /// Adds `plugin`, enabled.  Fails with `EEXIST` (and says which
+    /// plug-in holds the id) when its id or name is taken.
+    pub(crate) fn register(&self, plugin: Arc<dyn Plugin>) -> Result {
+        let mut g = self.entries.lock();
+        if let Some(e) = g
+            .iter()
+            .find(|e| e.plugin.id() == plugin.id() || e.plugin.name() == plugin.name())
+        {
+            pr_err!(
+                "zoid: plug-in {} (id {}) collides with registered plug-in {} (id {})\n",
+                plugin.name(),
+                plugin.id(),
+                e.plugin.name(),
+                e.plugin.id()
+            );
+            return Err(EEXIST);
+        }
+        pr_info!(
+            "zoid: plug-in {} (id {}) registered\n",
+            plugin.name(),
+            plugin.id()
+        );
+        g.push(
+            Entry {
+                plugin,
+                enabled: true,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// The enabled plug-in with `id`.
+    pub(crate) fn get(&self, id: u16) -> Option<Arc<dyn Plugin>> {
+        let g = self.entries.lock();
+        g.iter()
+            .find(|e| e.enabled && e.plugin.id() == id)
+            .map(|e| e.plugin.clone())
+    }
+
+    /// Enables or disables the plug-in called `name` (`ENOENT` if none).
+    pub(crate) fn set_enabled(&self, name: &[u8], enabled: bool) -> Result {
+        let mut g = self.entries.lock();
+        let e = g
+            .iter_mut()
+            .find(|e| e.plugin.name().as_bytes() == name)
+            .ok_or(ENOENT)?;
+        e.enabled = enabled;
+        Ok(())
+    }
+
+    /// Calls `f(plugin, enabled)` for every plug-in, in registration order.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&dyn Plugin, bool) -> Result) -> Result {
+        let g = self.entries.lock();
+        for e in g.iter() {
+            f(&*e.plugin, e.enabled)?;
+        }
+        Ok(())
+    }
+
+    /// Tells every plug-in that process `pid` of `node` ended.
+    pub(crate) fn process_exit(&self, node: u16, pid: u32) {
+        for p in self.snapshot().iter() {
+            p.process_exit(node, pid);
+        }
+    }
+
+    /// Tells every plug-in that `node` is gone.
+    pub(crate) fn node_gone(&self, node: u16) {
+        for p in self.snapshot().iter() {
+            p.node_gone(node);
+        }
+    }
+
+    fn snapshot(&self) -> KVec<Arc<dyn Plugin>> {
+        let g = self.entries.lock();
+        let mut v = KVec::new();
+        for e in g.iter() {
+            if v.push(e.plugin.clone(), GFP_KERNEL).is_err() {
+                break;
+            }
+        }
+        v
+    }
+}
+
+/// Parses a `/sys/kernel/zoid/modules` command: `+name` / `name` enables,
+/// `-name` disables.  Returns `(name, enable)`.
+pub(crate) fn parse_modules_command(input: &[u8]) -> Result<(&[u8], bool)> {
+    let s = input.trim_ascii();
+    let (name, enable) = match s.first() {
+        Some(b'-') => (&s[1..], false),
+        Some(b'+') => (&s[1..], true),
+        _ => (s, true),
+    };
+    if name.is_empty() || name.iter().any(|c| c.is_ascii_whitespace()) {
+        return Err(EINVAL);
+    }
+    Ok((name, enable))
+}

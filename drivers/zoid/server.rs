@@ -1,0 +1,734 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ION side: a receive thread, a scheduler and a pre-threaded pool of
+//! worker kernel threads that run plug-in calls for the pset's CNs.
+//!
+//! ```text
+//!  treenet engine ──receive()──> inbox ──> zoid-rx thread
+//!                                           │ attach: answer limits
+//!                                           │ call: checks (pset, size,
+//!                                           │   plug-in, per-CN cap), then
+//!                                           │   inline (tiny) or enqueue
+//!                                           v
+//!                             CallScheduler (priority classes, FIFO)
+//!                                           │ idle worker kicked
+//!                                           v
+//!                       zoid-w0 .. zoid-wN: dispatch, reply, done
+//! ```
+//!
+//! A call that blocks (a read on an empty pipe) holds one worker only: the
+//! others keep serving, so one CN's blocked call never stalls another's.
+
+use crate::plugin::{Caller, Plugin, Registry};
+use crate::stats::{Histogram, Stats};
+use crate::treenet;
+use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
+use crate::zoid_kernel::kthread::{KThread, Kicker, ThreadBody, ThreadCtx};
+use crate::zoid_kernel::time::now_ns;
+use crate::zoid_proto::zoid::plugin::DispatchError;
+use crate::zoid_proto::zoid::sched::{
+    classify, CallScheduler, Priority, QueuedCall, DEFAULT_AGING,
+};
+use crate::zoid_proto::zoid::wire::{
+    split_call, AttachReply, AttachRequest, CallHeader, MsgKind, ATTACH_REPLY_LEN,
+    ATTACH_REQUEST_LEN, FLAG_ASYNC_NOREPLY, FLAG_PRIORITY, HEADER_LEN as CALL_HEADER_LEN,
+};
+use crate::CHANNEL;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{Arc, Mutex};
+
+/// Calls queued at most (all CNs together).
+pub(crate) const QUEUE_CAP: usize = 1024;
+/// Reply buffer a worker starts with; grown up to `max_reply` on demand.
+const INITIAL_REPLY_BUF: usize = 64 * 1024;
+/// Most worker threads.
+pub(crate) const MAX_WORKERS: u32 = 64;
+
+/// The server's run-time knobs (sysfs).
+pub(crate) struct ServerKnobs {
+    /// Worker threads wanted.
+    pub(crate) workers: Atomic<u32>,
+    /// Largest request accepted (header included); larger gets E2BIG.
+    pub(crate) max_request: Atomic<u32>,
+    /// Largest reply produced (header included); larger gets E2BIG.
+    pub(crate) max_reply: Atomic<u32>,
+    /// Calls one CN may have queued or running; more get EAGAIN.
+    pub(crate) max_per_cn: Atomic<u32>,
+    /// Requests up to this size whose function allows it run in the
+    /// receive thread (0: never).
+    pub(crate) inline_bytes: Atomic<u32>,
+    /// Requests up to this size are scheduled in the small class.
+    pub(crate) small_bytes: Atomic<u32>,
+}
+
+impl ServerKnobs {
+    fn new() -> Self {
+        Self {
+            workers: Atomic::new(4),
+            max_request: Atomic::new((4 << 20) + 1024),
+            max_reply: Atomic::new((4 << 20) + 1024),
+            max_per_cn: Atomic::new(64),
+            inline_bytes: Atomic::new(0),
+            small_bytes: Atomic::new(1024),
+        }
+    }
+}
+
+/// What the receive thread works on.
+enum Inbound {
+    /// A message from a node.
+    Msg(u16, treenet::Message),
+    /// A node became unreachable.
+    Gone(u16),
+}
+
+/// A call waiting for (or held by) a worker.
+struct Work {
+    caller: Caller,
+    plugin: Arc<dyn Plugin>,
+    function: u16,
+    flags: u16,
+    /// The whole request message (header, groups, arguments).
+    msg: KVVec<u8>,
+    /// Where the arguments start in `msg`.
+    args_at: usize,
+    enqueued_ns: u64,
+}
+
+/// The scheduler, on the heap (tens of KiB: never built on a kernel stack).
+struct SchedBox(KBox<CallScheduler<QUEUE_CAP>>);
+
+// SAFETY: `CallScheduler` documents that its all-zero bytes are a valid,
+// empty scheduler (1-based slot links, `Priority::Urgent = 0`); every
+// field is an integer, an array of integers or of such structs.
+unsafe impl pin_init::Zeroable for Sched {}
+type Sched = CallScheduler<QUEUE_CAP>;
+
+impl SchedBox {
+    fn new(max_per_cn: u32) -> Result<Self> {
+        let mut b = KBox::init(pin_init::init_zeroed::<Sched>(), GFP_KERNEL)?;
+        b.set_max_per_cn(max_per_cn);
+        b.set_aging(DEFAULT_AGING);
+        Ok(Self(b))
+    }
+}
+
+impl core::ops::Deref for SchedBox {
+    type Target = Sched;
+    fn deref(&self) -> &Sched {
+        &self.0
+    }
+}
+
+impl core::ops::DerefMut for SchedBox {
+    fn deref_mut(&mut self) -> &mut Sched {
+        &mut self.0
+    }
+}
+
+struct Queue {
+    sched: SchedBox,
+    /// Calls by scheduler handle (index).
+    slots: KVec<Option<KBox<Work>>>,
+    free: KVec<u32>,
+    /// Kickers of workers waiting for work.
+    idle: KVec<Arc<Kicker>>,
+    /// Workers running a call now.
+    busy: u32,
+}
+
+/// State shared by the receive thread, the workers and sysfs.
+#[pin_data]
+pub(crate) struct ServerCore {
+    pub(crate) knobs: ServerKnobs,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) plugins: Arc<Registry>,
+    /// Wait time in the queue (µs, log2 buckets).
+    pub(crate) queue_wait: Histogram,
+    #[pin]
+    inbox: Mutex<KVec<Inbound>>,
+    rx_kicker: Arc<Kicker>,
+    #[pin]
+    queue: Mutex<Queue>,
+}
+
+/// The positive errno of a kernel error (what a reply header carries).
+fn pos(e: Error) -> i32 {
+    -e.to_errno()
+}
+
+/// A reply under construction: the header room followed by the plug-in's
+/// results, so the whole message is sent from one buffer.
+fn reply_header(hdr: &CallHeader, errno: i32, arg_len: usize) -> [u8; CALL_HEADER_LEN] {
+    let mut out = [0u8; CALL_HEADER_LEN];
+    CallHeader {
+        kind: MsgKind::Reply,
+        flags: 0,
+        arg_len: arg_len as u32,
+        errno,
+        ..*hdr
+    }
+    .encode(&mut out);
+    out
+}
+
+impl ServerCore {
+    fn send_error(&self, dst: u16, hdr: &CallHeader, errno: i32) {
+        let out = reply_header(hdr, errno, 0);
+        self.stats.c.errors_sent.fetch_add(1, Relaxed);
+        if treenet::send(CHANNEL, dst, &out, true).is_err() {
+            self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Queues a received message for the receive thread (engine context:
+    /// no blocking beyond the inbox lock).
+    pub(crate) fn deliver(&self, src: u16, msg: treenet::Message) {
+        self.push(Inbound::Msg(src, msg));
+    }
+
+    /// Queues the news that `node` is unreachable (engine context).
+    pub(crate) fn deliver_gone(&self, node: u16) {
+        self.push(Inbound::Gone(node));
+    }
+
+    fn push(&self, item: Inbound) {
+        let pushed = self.inbox.lock().push(item, GFP_KERNEL);
+        if pushed.is_err() {
+            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+        }
+        self.rx_kicker.kick();
+    }
+
+    /// A CN went down or detached: its queued calls are dropped and every
+    /// plug-in releases what it held.
+    pub(crate) fn node_gone(&self, node: u16) {
+        let mut dropped = KVec::new();
+        {
+            let mut q = self.queue.lock();
+            let Queue {
+                sched, slots, free, ..
+            } = &mut *q;
+            sched.drop_cn(node, |call| {
+                let handle = call.handle;
+                if let Some(slot) = slots.get_mut(handle as usize) {
+                    if let Some(w) = slot.take() {
+                        let _ = dropped.push(w, GFP_ATOMIC);
+                    }
+                    let _ = free.push(handle, GFP_ATOMIC);
+                }
+            });
+        }
+        self.stats
+            .c
+            .calls_dropped
+            .fetch_add(dropped.len() as u64, Relaxed);
+        drop(dropped);
+        self.plugins.node_gone(node);
+    }
+
+    fn handle(&self, src: u16, msg: treenet::Message) {
+        self.stats.c.msgs_received.fetch_add(1, Relaxed);
+        self.stats
+            .c
+            .bytes_received
+            .fetch_add(msg.len() as u64, Relaxed);
+        let mut head = [0u8; CALL_HEADER_LEN];
+        if msg.len() < CALL_HEADER_LEN || msg.read_at(0, &mut head).is_err() {
+            self.stats.c.malformed.fetch_add(1, Relaxed);
+            return;
+        }
+        let hdr = match CallHeader::decode(&head) {
+            Ok(h) => h,
+            Err(_) => {
+                self.stats.c.malformed.fetch_add(1, Relaxed);
+                return;
+            }
+        };
+        match hdr.kind {
+            MsgKind::Attach => self.attach(src, &hdr, &msg),
+            MsgKind::Call => self.call(src, &hdr, &msg),
+            MsgKind::ProcessExit => {
+                let mut pid = [0u8; 4];
+                if msg.read_at(CALL_HEADER_LEN, &mut pid).is_ok() {
+                    self.stats.c.process_exits.fetch_add(1, Relaxed);
+                    self.plugins.process_exit(src, u32::from_be_bytes(pid));
+                } else {
+                    self.stats.c.malformed.fetch_add(1, Relaxed);
+                }
+            }
+            MsgKind::Detach => self.node_gone(src),
+            MsgKind::Cancel => {
+                // A call still queued is answered ECANCELED by its worker
+                // no sooner than it would have run; running calls finish.
+                self.stats.c.cancels.fetch_add(1, Relaxed);
+            }
+            MsgKind::Reply | MsgKind::AttachReply => {
+                self.stats.c.malformed.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    fn attach(&self, src: u16, hdr: &CallHeader, msg: &treenet::Message) {
+        if !treenet::is_below(src) {
+            self.stats.c.refused_foreign.fetch_add(1, Relaxed);
+            self.send_error(src, hdr, pos(EACCES));
+            return;
+        }
+        let mut buf = [0u8; ATTACH_REQUEST_LEN];
+        if msg.read_at(CALL_HEADER_LEN, &mut buf).is_err() || AttachRequest::decode(&buf).is_err() {
+            self.stats.c.malformed.fetch_add(1, Relaxed);
+            self.send_error(src, hdr, pos(EPROTO));
+            return;
+        }
+        let k = &self.knobs;
+        let reply = AttachReply {
+            proto: crate::zoid_proto::version::SUITE_VERSION.to_wire(),
+            max_request: k.max_request.load(Relaxed),
+            max_reply: k.max_reply.load(Relaxed),
+            ack_threshold: 0,
+            workers: k.workers.load(Relaxed),
+            max_outstanding: k.max_per_cn.load(Relaxed),
+        };
+        let mut out = [0u8; CALL_HEADER_LEN + ATTACH_REPLY_LEN];
+        let h2 = CallHeader {
+            kind: MsgKind::AttachReply,
+            arg_len: ATTACH_REPLY_LEN as u32,
+            errno: 0,
+            ..*hdr
+        };
+        let mut hb = [0u8; CALL_HEADER_LEN];
+        h2.encode(&mut hb);
+        out[..CALL_HEADER_LEN].copy_from_slice(&hb);
+        out[CALL_HEADER_LEN..].copy_from_slice(&reply.encode());
+        self.stats.c.attaches.fetch_add(1, Relaxed);
+        if treenet::send(CHANNEL, src, &out, true).is_err() {
+            self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+        }
+    }
+
+    fn call(&self, src: u16, hdr: &CallHeader, msg: &treenet::Message) {
+        self.stats.c.calls_received.fetch_add(1, Relaxed);
+        if !treenet::is_below(src) {
+            self.stats.c.refused_foreign.fetch_add(1, Relaxed);
+            self.send_error(src, hdr, pos(EACCES));
+            return;
+        }
+        if msg.len() > self.knobs.max_request.load(Relaxed) as usize {
+            self.stats.c.e2big.fetch_add(1, Relaxed);
+            self.send_error(src, hdr, pos(E2BIG));
+            return;
+        }
+        let Some(plugin) = self.plugins.get(hdr.plugin) else {
+            self.stats.c.enosys.fetch_add(1, Relaxed);
+            self.send_error(src, hdr, pos(ENOSYS));
+            return;
+        };
+        let mut buf = KVVec::new();
+        if buf.resize(msg.len(), 0, GFP_KERNEL).is_err() || msg.read_at(0, &mut buf).is_err() {
+            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+            self.send_error(src, hdr, pos(ENOMEM));
+            return;
+        }
+        let (caller, args_at) = match split_call(&buf) {
+            Ok((h, groups, args)) => {
+                let mut creds = Creds {
+                    pid: h.pid,
+                    uid: h.uid,
+                    gid: h.gid,
+                    groups: [0; MAX_GROUPS],
+                    ngroups: 0,
+                };
+                for (slot, g) in creds.groups.iter_mut().zip(groups.iter()) {
+                    *slot = g;
+                    creds.ngroups += 1;
+                }
+                let at = buf.len() - args.len();
+                (
+                    Caller {
+                        node: src,
+                        creds,
+                        tag: h.tag,
+                    },
+                    at,
+                )
+            }
+            Err(e) => {
+                self.stats.c.malformed.fetch_add(1, Relaxed);
+                self.send_error(src, hdr, e.errno());
+                return;
+            }
+        };
+        let args_len = buf.len() - args_at;
+        let inline = self.knobs.inline_bytes.load(Relaxed) as usize;
+        if inline > 0 && buf.len() <= inline && plugin.inline_ok(hdr.function) {
+            self.stats.c.calls_inline.fetch_add(1, Relaxed);
+            let mut reply = KVVec::new();
+            if reply.resize(inline + 64, 0, GFP_KERNEL).is_ok() {
+                run_call(self, &mut reply, &plugin, &caller, hdr, &buf[args_at..]);
+                return;
+            }
+        }
+        let class = plugin
+            .priority(hdr.function, &buf[args_at..])
+            .unwrap_or_else(|| {
+                classify(
+                    args_len as u32,
+                    self.knobs.small_bytes.load(Relaxed),
+                    hdr.flags & FLAG_PRIORITY != 0,
+                )
+            });
+        let work = match KBox::new(
+            Work {
+                caller,
+                plugin,
+                function: hdr.function,
+                flags: hdr.flags,
+                msg: buf,
+                args_at,
+                enqueued_ns: now_ns(),
+            },
+            GFP_KERNEL,
+        ) {
+            Ok(w) => w,
+            Err(_) => {
+                self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+                self.send_error(src, hdr, pos(ENOMEM));
+                return;
+            }
+        };
+        let refused = {
+            let mut q = self.queue.lock();
+            q.sched.set_max_per_cn(self.knobs.max_per_cn.load(Relaxed));
+            match q.store(work) {
+                Err(_) => Some(pos(ENOMEM)),
+                Ok(handle) => {
+                    let call = QueuedCall {
+                        handle,
+                        cn: src,
+                        class,
+                        bytes: args_len as u32,
+                    };
+                    match q.sched.enqueue(call) {
+                        Ok(()) => {
+                            if let Some(k) = q.idle.pop() {
+                                k.kick();
+                            }
+                            None
+                        }
+                        Err(_) => {
+                            q.release(handle);
+                            Some(pos(EAGAIN))
+                        }
+                    }
+                }
+            }
+        };
+        if let Some(e) = refused {
+            self.stats.c.busy.fetch_add(1, Relaxed);
+            self.send_error(src, hdr, e);
+        }
+    }
+}
+
+impl Queue {
+    fn store(&mut self, work: KBox<Work>) -> Result<u32> {
+        if let Some(h) = self.free.pop() {
+            self.slots[h as usize] = Some(work);
+            return Ok(h);
+        }
+        let h = u32::try_from(self.slots.len()).map_err(|_| ENOMEM)?;
+        self.slots.push(Some(work), GFP_KERNEL)?;
+        Ok(h)
+    }
+
+    fn release(&mut self, handle: u32) -> Option<KBox<Work>> {
+        let w = self.slots.get_mut(handle as usize)?.take();
+        if w.is_some() {
+            let _ = self.free.push(handle, GFP_ATOMIC);
+        }
+        w
+    }
+}
+
+/// Runs one call and sends its reply; `reply` is the worker's buffer.
+fn run_call(
+    core: &ServerCore,
+    reply: &mut KVVec<u8>,
+    plugin: &Arc<dyn Plugin>,
+    caller: &Caller,
+    hdr: &CallHeader,
+    args: &[u8],
+) {
+    let start = now_ns();
+    let max_reply = core.knobs.max_reply.load(Relaxed) as usize;
+    let result = loop {
+        let (_, body) = reply.split_at_mut(CALL_HEADER_LEN);
+        match plugin.dispatch(caller, hdr.function, args, body) {
+            // The reply did not fit this buffer: grow it (the plug-in has
+            // not run yet) up to the limit, else E2BIG.
+            Err(DispatchError::ReplyTooLarge) if reply.len() < max_reply => {
+                if reply.resize(max_reply, 0, GFP_KERNEL).is_err() {
+                    break Err(pos(ENOMEM));
+                }
+            }
+            Err(e) => break Err(e.errno()),
+            Ok(r) => break Ok(r),
+        }
+    };
+    let (errno, len) = match result {
+        Ok(r) if r.errno != 0 => (r.errno, 0),
+        Ok(r) => (0, r.len),
+        Err(e) => {
+            if e == pos(E2BIG) {
+                core.stats.c.e2big.fetch_add(1, Relaxed);
+            } else {
+                core.stats.c.dispatch_errors.fetch_add(1, Relaxed);
+            }
+            (e, 0)
+        }
+    };
+    core.stats
+        .call_latency
+        .record_ns(now_ns().saturating_sub(start));
+    core.stats.c.calls_done.fetch_add(1, Relaxed);
+    core.stats.calls.count(hdr.plugin, hdr.function);
+    if hdr.flags & FLAG_ASYNC_NOREPLY != 0 {
+        return;
+    }
+    let head = reply_header(hdr, errno, len);
+    reply[..CALL_HEADER_LEN].copy_from_slice(&head);
+    core.stats
+        .c
+        .bytes_sent
+        .fetch_add((CALL_HEADER_LEN + len) as u64, Relaxed);
+    core.stats.c.msgs_sent.fetch_add(1, Relaxed);
+    if treenet::send(CHANNEL, caller.node, &reply[..CALL_HEADER_LEN + len], true).is_err() {
+        core.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+    }
+}
+
+/// The receive thread's body.
+struct Receiver {
+    core: Arc<ServerCore>,
+}
+
+impl ThreadBody for Receiver {
+    fn kicker(&self) -> &Kicker {
+        &self.core.rx_kicker
+    }
+
+    fn run(&self, ctx: &ThreadCtx<'_>) {
+        while !ctx.should_stop() {
+            let batch = core::mem::take(&mut *self.core.inbox.lock());
+            if batch.is_empty() {
+                ctx.wait(usize::MAX);
+                continue;
+            }
+            for item in batch {
+                match item {
+                    Inbound::Msg(src, msg) => self.core.handle(src, msg),
+                    Inbound::Gone(node) => self.core.node_gone(node),
+                }
+            }
+        }
+    }
+}
+
+/// One worker thread's body.
+#[pin_data]
+struct Worker {
+    core: Arc<ServerCore>,
+    kicker: Arc<Kicker>,
+    #[pin]
+    reply: Mutex<KVVec<u8>>,
+}
+
+impl Worker {
+    fn take(&self) -> Option<(QueuedCall, KBox<Work>)> {
+        let mut q = self.core.queue.lock();
+        loop {
+            let Some(call) = q.sched.next() else {
+                if !q.idle.iter().any(|k| Arc::ptr_eq(k, &self.kicker)) {
+                    let _ = q.idle.push(self.kicker.clone(), GFP_KERNEL);
+                }
+                return None;
+            };
+            if let Some(w) = q.release(call.handle) {
+                q.idle.retain(|k| !Arc::ptr_eq(k, &self.kicker));
+                q.busy += 1;
+                return Some((call, w));
+            }
+            // A slot emptied by node_gone: nothing to run.
+            q.sched.done(call.cn);
+        }
+    }
+}
+
+impl ThreadBody for Worker {
+    fn kicker(&self) -> &Kicker {
+        &self.kicker
+    }
+
+    fn run(&self, ctx: &ThreadCtx<'_>) {
+        while !ctx.should_stop() {
+            let Some((call, work)) = self.take() else {
+                ctx.wait(usize::MAX);
+                continue;
+            };
+            self.core
+                .queue_wait
+                .record_ns(now_ns().saturating_sub(work.enqueued_ns));
+            let hdr = CallHeader {
+                kind: MsgKind::Call,
+                flags: work.flags,
+                plugin: work.plugin.id(),
+                function: work.function,
+                tag: work.caller.tag,
+                pid: work.caller.creds.pid,
+                uid: work.caller.creds.uid,
+                gid: work.caller.creds.gid,
+                arg_len: 0,
+                errno: 0,
+            };
+            {
+                let mut reply = self.reply.lock();
+                if reply.len() < INITIAL_REPLY_BUF {
+                    let _ = reply.resize(INITIAL_REPLY_BUF, 0, GFP_KERNEL);
+                }
+                if reply.len() >= CALL_HEADER_LEN {
+                    run_call(
+                        &self.core,
+                        &mut reply,
+                        &work.plugin,
+                        &work.caller,
+                        &hdr,
+                        &work.msg[work.args_at..],
+                    );
+                } else {
+                    self.core.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+                    self.core.send_error(work.caller.node, &hdr, pos(ENOMEM));
+                }
+            }
+            drop(work);
+            let mut q = self.core.queue.lock();
+            q.sched.done(call.cn);
+            q.busy -= 1;
+        }
+    }
+}
+
+/// The ION server: owns its threads (stopped on drop).
+#[pin_data(PinnedDrop)]
+pub(crate) struct Server {
+    core: Arc<ServerCore>,
+    receiver: Option<KThread<Receiver>>,
+    #[pin]
+    workers: Mutex<KVec<KThread<Worker>>>,
+}
+
+impl Server {
+    /// Starts the receive thread and `knobs.workers` workers.
+    pub(crate) fn start(plugins: Arc<Registry>, stats: Arc<Stats>) -> Result<Arc<Self>> {
+        let rx_kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
+        let sched = SchedBox::new(64)?;
+        let core = Arc::pin_init(
+            try_pin_init!(ServerCore {
+                knobs: ServerKnobs::new(),
+                stats,
+                plugins,
+                queue_wait: Histogram::new(),
+                inbox <- kernel::new_mutex!(KVec::new(), "zoid::inbox"),
+                rx_kicker,
+                queue <- kernel::new_mutex!(Queue {
+                    sched,
+                    slots: KVec::new(),
+                    free: KVec::new(),
+                    idle: KVec::new(),
+                    busy: 0,
+                }, "zoid::queue"),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        let receiver = KThread::spawn(
+            c"zoid-rx",
+            Arc::new(Receiver { core: core.clone() }, GFP_KERNEL)?,
+        )?;
+        let server = Arc::pin_init(
+            try_pin_init!(Server {
+                core,
+                receiver: Some(receiver),
+                workers <- kernel::new_mutex!(KVec::new(), "zoid::workers"),
+            }? Error),
+            GFP_KERNEL,
+        )?;
+        server.set_workers(server.core.knobs.workers.load(Relaxed))?;
+        Ok(server)
+    }
+
+    /// The shared state.
+    pub(crate) fn core(&self) -> &Arc<ServerCore> {
+        &self.core
+    }
+
+    /// Grows or shrinks the pool to `n` workers (1..=MAX_WORKERS).  A
+    /// shrinking pool waits for the stopped workers' current calls.
+    pub(crate) fn set_workers(&self, n: u32) -> Result {
+        if n == 0 || n > MAX_WORKERS {
+            return Err(EINVAL);
+        }
+        let mut workers = self.workers.lock();
+        while workers.len() < n as usize {
+            let kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
+            let body = Arc::pin_init(
+                pin_init!(Worker {
+                    core: self.core.clone(),
+                    kicker,
+                    reply <- kernel::new_mutex!(KVVec::new(), "zoid::reply"),
+                }),
+                GFP_KERNEL,
+            )?;
+            workers.push(KThread::spawn(c"zoid-worker", body)?, GFP_KERNEL)?;
+        }
+        while workers.len() > n as usize {
+            let Some(w) = workers.pop() else { break };
+            let kicker = w.body().kicker.clone();
+            self.core
+                .queue
+                .lock()
+                .idle
+                .retain(|k| !Arc::ptr_eq(k, &kicker));
+            drop(w);
+        }
+        self.core.knobs.workers.store(n, Relaxed);
+        Ok(())
+    }
+
+    /// Workers running a call now, and workers in the pool.
+    pub(crate) fn utilisation(&self) -> (u32, u32) {
+        let busy = self.core.queue.lock().busy;
+        (busy, self.workers.lock().len() as u32)
+    }
+
+    /// Queue depth per class (urgent, small, bulk).
+    pub(crate) fn queue_depths(&self) -> [usize; 3] {
+        let q = self.core.queue.lock();
+        [
+            q.sched.depth(Priority::Urgent),
+            q.sched.depth(Priority::Small),
+            q.sched.depth(Priority::Bulk),
+        ]
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Server {
+    fn drop(self: Pin<&mut Self>) {
+        // Workers first (they may send), then the receiver; queued calls
+        // are freed with the queue.
+        self.workers.lock().clear();
+        // SAFETY: `receiver` is not structurally pinned.
+        unsafe { self.get_unchecked_mut() }.receiver.take();
+    }
+}

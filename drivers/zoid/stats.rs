@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! zoid's statistics (ZOID's statquery, under `/sys/kernel/zoid/stats`):
+//! 64-bit counters, calls per plug-in function and latency histograms.
+
+use crate::zoid_kernel::stats::counters;
+use crate::zoid_kernel::sysfs::SysfsWriter;
+use crate::zoid_kernel::time::U64;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+
+counters! {
+    /// Both sides' counters.
+    pub(crate) struct ZoidStats {
+        msgs_sent: "Messages sent (calls on a CN, replies on an ION).",
+        msgs_received: "Messages received.",
+        bytes_sent: "Bytes of the messages sent.",
+        bytes_received: "Bytes of the messages received.",
+        attaches: "ION: CN attach handshakes answered.",
+        calls_received: "ION: calls received.",
+        calls_done: "ION: calls executed (reply sent or suppressed).",
+        calls_inline: "ION: calls run in the receive thread.",
+        calls_dropped: "ION: queued calls dropped (their CN went away).",
+        refused_foreign: "ION: messages refused from nodes outside the pset.",
+        malformed: "Messages rejected as malformed.",
+        e2big: "Calls refused with E2BIG (request or reply over the limit).",
+        enosys: "Calls refused with ENOSYS (no such plug-in or function).",
+        busy: "ION: calls refused with EAGAIN (queue or per-CN cap full).",
+        dispatch_errors: "ION: calls refused by argument checks.",
+        errors_sent: "ION: error replies sent.",
+        reply_send_failed: "ION: replies treenet could not send.",
+        dropped_nomem: "Messages dropped for lack of memory.",
+        process_exits: "ION: process-exit notices received.",
+        cancels: "ION: cancel notices received.",
+        calls_sent: "CN: calls sent.",
+        replies_received: "CN: replies matched to a waiting call.",
+        replies_stale: "CN: replies that matched no waiting call.",
+        timeouts: "CN: calls failed with ETIMEDOUT (soft mode).",
+        interrupted: "CN: calls abandoned by a fatal signal.",
+        resent: "CN: calls sent again after the ION came back (hard mode).",
+    }
+}
+
+/// Buckets of a latency histogram: < 1 µs, < 2 µs, ... < 2^30 µs (log2).
+pub(crate) const BUCKETS: usize = 24;
+
+/// A log2 latency histogram in microseconds.
+pub(crate) struct Histogram {
+    buckets: [Atomic<u64>; BUCKETS],
+}
+
+impl Histogram {
+    /// All zero.
+    pub(crate) fn new() -> Self {
+        Self {
+            buckets: [const { Atomic::new(0) }; BUCKETS],
+        }
+    }
+
+    /// Bucket of a duration: floor(log2(µs)) + 1, 0 under 1 µs.
+    pub(crate) fn bucket_of(ns: u64) -> usize {
+        let us = (ns >> 10) as u32; // ~µs without a 64-bit division
+        let b = (u32::BITS - us.leading_zeros()) as usize;
+        b.min(BUCKETS - 1)
+    }
+
+    /// Counts one duration.
+    pub(crate) fn record_ns(&self, ns: u64) {
+        self.buckets[Self::bucket_of(ns)].fetch_add(1, Relaxed);
+    }
+
+    /// `le_<upper µs> <count>` lines, non-empty buckets only.
+    pub(crate) fn show(&self, w: &mut SysfsWriter<'_>) -> Result {
+        for (i, b) in self.buckets.iter().enumerate() {
+            let n = b.load(Relaxed);
+            if n != 0 {
+                writeln!(w, "lt_{}us {}", U64(1u64 << i), U64(n))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Calls per (plug-in, function) slot: plug-in ids below `PLUGIN_SLOTS`,
+/// functions below `FUNCTION_SLOTS` (others are counted together).
+pub(crate) const PLUGIN_SLOTS: usize = 8;
+/// See [`PLUGIN_SLOTS`].
+pub(crate) const FUNCTION_SLOTS: usize = 32;
+
+/// Statistics beyond the plain counters.
+pub(crate) struct CallCounts {
+    per_function: [[Atomic<u64>; FUNCTION_SLOTS]; PLUGIN_SLOTS],
+    other: Atomic<u64>,
+}
+
+impl CallCounts {
+    /// All zero.
+    pub(crate) fn new() -> Self {
+        Self {
+            per_function: [const { [const { Atomic::new(0) }; FUNCTION_SLOTS] }; PLUGIN_SLOTS],
+            other: Atomic::new(0),
+        }
+    }
+
+    /// Counts one call of `function` of `plugin`.
+    pub(crate) fn count(&self, plugin: u16, function: u16) {
+        match self
+            .per_function
+            .get(plugin as usize)
+            .and_then(|p| p.get(function as usize))
+        {
+            Some(c) => c.fetch_add(1, Relaxed),
+            None => self.other.fetch_add(1, Relaxed),
+        };
+    }
+
+    /// Calls of `function` of `plugin` (0 when outside the slots).
+    pub(crate) fn get(&self, plugin: u16, function: u16) -> u64 {
+        self.per_function
+            .get(plugin as usize)
+            .and_then(|p| p.get(function as usize))
+            .map_or(0, |c| c.load(Relaxed))
+    }
+
+    /// Calls outside the slots.
+    pub(crate) fn other(&self) -> u64 {
+        self.other.load(Relaxed)
+    }
+}
+
+/// Everything zoid counts, shared by the client, the server and sysfs.
+pub(crate) struct Stats {
+    /// Plain counters.
+    pub(crate) c: ZoidStats,
+    /// ION: time from dispatch to reply sent.
+    pub(crate) call_latency: Histogram,
+    /// CN: time from call sent to reply received.
+    pub(crate) round_trip: Histogram,
+    /// ION: calls per plug-in function.
+    pub(crate) calls: CallCounts,
+}
+
+impl Stats {
+    /// All zero.
+    pub(crate) fn new() -> Self {
+        Self {
+            c: ZoidStats::new(),
+            call_latency: Histogram::new(),
+            round_trip: Histogram::new(),
+            calls: CallCounts::new(),
+        }
+    }
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `/sys/kernel/zoid/`: zoid's knobs, plug-ins and statistics.
+//! The table is in `docs/zoid.md`.
+
+use crate::plugin::parse_modules_command;
+use crate::server::MAX_WORKERS;
+use crate::zoid_kernel::sysfs::{self, Attribute, SysfsWriter};
+use crate::zoid_kernel::time::U64;
+use crate::ZoidState as Ctx;
+use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
+
+fn show_treenet_version(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.treenet)
+}
+
+/// `modules`: one line per plug-in, `<name> <id> on|off`; write `name` or
+/// `+name` to enable, `-name` to disable (ZOID's `ZOID_MODULES`).
+fn show_modules(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.plugins.for_each(|p, on| {
+        writeln!(
+            w,
+            "{} {} {}",
+            p.name(),
+            p.id(),
+            if on { "on" } else { "off" }
+        )
+    })
+}
+
+fn store_modules(c: &Ctx, input: &[u8]) -> Result {
+    let (name, enable) = parse_modules_command(input)?;
+    c.plugins.set_enabled(name, enable)
+}
+
+fn show_workers(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.server.core().knobs.workers.load(Relaxed))
+}
+
+fn store_workers(c: &Ctx, input: &[u8]) -> Result {
+    let n = u32::try_from(sysfs::parse_u64(input)?).map_err(|_| EINVAL)?;
+    if n == 0 || n > MAX_WORKERS {
+        return Err(EINVAL);
+    }
+    c.server.set_workers(n)
+}
+
+/// A numeric knob `$obj.knobs.$field` within `$lo..=$hi`.
+macro_rules! knob {
+    ($show:ident, $store:ident, |$c:ident| $knobs:expr, $field:ident, $lo:expr, $hi:expr) => {
+        fn $show($c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+            writeln!(w, "{}", $knobs.$field.load(Relaxed))
+        }
+        fn $store($c: &Ctx, input: &[u8]) -> Result {
+            let v = sysfs::parse_u64(input)?;
+            if !($lo..=$hi).contains(&v) {
+                return Err(EINVAL);
+            }
+            $knobs.$field.store(v as u32, Relaxed);
+            Ok(())
+        }
+    };
+}
+
+const MSG_LIMIT: u64 = (64 << 20) + 1024;
+knob!(
+    show_max_request,
+    store_max_request,
+    |c| c.server.core().knobs,
+    max_request,
+    64,
+    MSG_LIMIT
+);
+knob!(
+    show_max_reply,
+    store_max_reply,
+    |c| c.server.core().knobs,
+    max_reply,
+    64,
+    MSG_LIMIT
+);
+knob!(
+    show_max_per_cn,
+    store_max_per_cn,
+    |c| c.server.core().knobs,
+    max_per_cn,
+    1,
+    1024
+);
+knob!(
+    show_inline_bytes,
+    store_inline_bytes,
+    |c| c.server.core().knobs,
+    inline_bytes,
+    0,
+    4096
+);
+knob!(
+    show_small_bytes,
+    store_small_bytes,
+    |c| c.server.core().knobs,
+    small_bytes,
+    0,
+    MSG_LIMIT
+);
+knob!(
+    show_timeout_ms,
+    store_timeout_ms,
+    |c| c.client.knobs,
+    timeout_ms,
+    10,
+    3_600_000
+);
+knob!(show_hard, store_hard, |c| c.client.knobs, hard, 0, 1);
+
+/// `stats`: every counter, `name value`, plus queue depths and workers.
+fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let mut r = Ok(());
+    c.stats.c.each(|name, v| {
+        if r.is_ok() {
+            r = writeln!(w, "{name} {}", U64(v));
+        }
+    });
+    r?;
+    let [urgent, small, bulk] = c.server.queue_depths();
+    writeln!(w, "queue_urgent {urgent}")?;
+    writeln!(w, "queue_small {small}")?;
+    writeln!(w, "queue_bulk {bulk}")?;
+    let (busy, pool) = c.server.utilisation();
+    writeln!(w, "workers_busy {busy}")?;
+    writeln!(w, "workers {pool}")
+}
+
+/// `calls`: calls executed here per plug-in function, `plugin.function n`.
+fn show_calls(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.plugins.for_each(|p, _| {
+        for &(f, name) in p.functions() {
+            let n = c.stats.calls.get(p.id(), f);
+            if n != 0 {
+                writeln!(w, "{}.{} {}", p.name(), name, U64(n))?;
+            }
+        }
+        Ok(())
+    })?;
+    let other = c.stats.calls.other();
+    if other != 0 {
+        writeln!(w, "other {}", U64(other))?;
+    }
+    Ok(())
+}
+
+/// `latency`: log2 histograms (µs) of ION execution, ION queue wait and
+/// CN round trip.
+fn show_latency(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "# execute")?;
+    c.stats.call_latency.show(w)?;
+    writeln!(w, "# queue_wait")?;
+    c.server.core().queue_wait.show(w)?;
+    writeln!(w, "# round_trip")?;
+    c.stats.round_trip.show(w)
+}
+
+/// `attached`: the ION this CN is attached to and its limits, or `none`.
+fn show_attached(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    match c.client.limits() {
+        None => writeln!(w, "none"),
+        Some((ion, l)) => writeln!(
+            w,
+            "ion {ion} max_request {} max_reply {} workers {} max_outstanding {}",
+            l.max_request, l.max_reply, l.workers, l.max_outstanding
+        ),
+    }
+}
+
+/// `attach` (write anything): attach to the ION now.
+fn store_attach(c: &Ctx, _input: &[u8]) -> Result {
+    c.client.attach_now()
+}
+
+pub(crate) static ATTRS: [Attribute<Ctx>; 17] = [
+    Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
+    Attribute::ro(c"treenet_version", show_treenet_version),
+    Attribute::rw(c"modules", show_modules, store_modules),
+    Attribute::rw(c"workers", show_workers, store_workers),
+    Attribute::rw(c"max_request", show_max_request, store_max_request),
+    Attribute::rw(c"max_reply", show_max_reply, store_max_reply),
+    Attribute::rw(c"max_per_cn", show_max_per_cn, store_max_per_cn),
+    Attribute::rw(c"inline_bytes", show_inline_bytes, store_inline_bytes),
+    Attribute::rw(c"small_bytes", show_small_bytes, store_small_bytes),
+    Attribute::rw(c"timeout_ms", show_timeout_ms, store_timeout_ms),
+    Attribute::rw(c"hard", show_hard, store_hard),
+    Attribute::ro(c"stats", show_stats),
+    Attribute::ro(c"calls", show_calls),
+    Attribute::ro(c"latency", show_latency),
+    Attribute::ro(c"attached", show_attached),
+    Attribute::rw(c"attach", show_attached, store_attach),
+    Attribute::ro(c"queue_cap", show_queue_cap),
+];
+
+fn show_queue_cap(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", crate::server::QUEUE_CAP)
+}

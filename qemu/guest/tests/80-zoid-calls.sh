@@ -1,0 +1,68 @@
+# zoid's call path: CN programs call the ION's ztest plug-in through
+# /dev/zoid (zoidcall); results are verified, limits and faults checked.
+. /zoid/tests/treenet-lib.sh
+Z=/sys/kernel/zoid
+ZC=/zoid/bin/zoidcall
+zstat() { awk -v n="$1" '$1 == n { print $2 }' $Z/stats; }
+zdiag() { echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo; cat $Z/attached; }
+expect_fail() { # errno-number command...
+  want=$1; shift
+  if out=$("$@"); then echo "expected errno $want: $* succeeded: $out"; return 1; fi
+  echo "$out" | grep -q "($want)\$" || { echo "expected errno $want: $out"; return 1; }
+}
+
+barrier 800
+if [ "$ZOID_ROLE" = cn ]; then
+  $ZC info | grep -q "^ion " || { zdiag; exit 1; }
+  $ZC null 50
+  $ZC add 40 2 | grep -q "^add 42 ret 0" || { $ZC add 40 2; exit 1; }
+  for size in 0 1 4096 65536 1048576 4194000; do $ZC echo $size 2 || { zdiag; exit 1; }; done
+  $ZC fill 100000 7
+  # A call that blocks holds one worker: others keep being served.
+  $ZC sleep 6000 > /dev/null & sleeper=$!
+  sleep 1
+  $ZC null 20
+  kill -0 $sleeper 2>/dev/null || { echo "null calls waited for the blocked call"; exit 1; }
+  wait $sleeper
+  # A process killed in a call: the ION is told (cancel, process exit).
+  $ZC sleep 5000 > /dev/null & victim=$!
+  sleep 1
+  kill -9 $victim; wait $victim 2>/dev/null || true
+  [ "$(zstat interrupted)" -ge 1 ] || { zdiag; exit 1; }
+fi
+barrier 801
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(zstat calls_done)" -gt 0 ]
+  [ "$(zstat process_exits)" -ge 1 ] || { zdiag; exit 1; }
+  [ "$(zstat cancels)" -ge 1 ] || { zdiag; exit 1; }
+  grep -q "^ztest.null " $Z/calls
+  # Limits enforced on the ION, plug-ins switched off: for the next round.
+  echo 8192 > $Z/max_request
+  echo -ztest > $Z/modules
+  grep -q "^ztest 1 off" $Z/modules
+fi
+barrier 802
+if [ "$ZOID_ROLE" = cn ]; then
+  expect_fail 38 $ZC null 1            # ENOSYS: plug-in off
+fi
+barrier 803
+if [ "$ZOID_ROLE" = ion ]; then
+  echo ztest > $Z/modules
+fi
+barrier 804
+if [ "$ZOID_ROLE" = cn ]; then
+  $ZC null 1
+  expect_fail 7 $ZC echo 65536 1       # E2BIG: request over max_request
+  $ZC echo 4000 1
+fi
+barrier 805
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(zstat e2big)" -ge 1 ] || { zdiag; exit 1; }
+  echo $((4 * 1024 * 1024 + 1024)) > $Z/max_request
+  # Bad knob values are refused.
+  ! echo 0 > $Z/workers 2>/dev/null
+  ! echo 65 > $Z/workers 2>/dev/null
+  echo 2 > $Z/workers; [ "$(cat $Z/workers)" = 2 ]
+  echo 4 > $Z/workers
+fi
+barrier 806

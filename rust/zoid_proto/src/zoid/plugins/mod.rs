@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! zoid's plug-in interfaces, each declared once with `zoid_plugin!`
+//! (see [`super::plugin`]).
+//!
+//! | id | name    | purpose                                         |
+//! |----|---------|-------------------------------------------------|
+//! | 1  | `ztest` | tests and benchmarks of the call path           |
+//! | 2  | `unix`  | POSIX file calls                                |
+
+pub mod unix;
+pub mod ztest;

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * libzoid: user programs' side of /dev/zoid (one header, no daemon).
+ *
+ * The ioctl ABI of drivers/zoid/devzoid.rs and a small encoder/decoder for
+ * zoid's argument encoding (rust/zoid_proto/src/zoid/marshal.rs): integers
+ * big-endian, byte arrays and strings as a u32 length then the bytes,
+ * optional values behind a u8 presence marker.  A reply starts with the
+ * function's i64 return value, then out values, then an out array.
+ */
+#ifndef ZOID_USER_H
+#define ZOID_USER_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+struct zoid_ioc_call {
+	uint16_t plugin, function;
+	uint32_t flags;
+	uint32_t timeout_ms;	/* 0: the client's timeout_ms knob */
+	uint32_t args_len;
+	uint64_t args;		/* marshalled arguments */
+	uint64_t reply;		/* buffer for the marshalled results */
+	uint32_t reply_cap;
+	uint32_t reply_len;	/* out */
+	int32_t error;		/* out: 0 or the ION's errno */
+	uint32_t reserved;
+};
+
+struct zoid_ioc_info {
+	uint16_t ion, pad;
+	uint32_t max_request, max_reply, workers, max_outstanding, attached;
+};
+
+#define ZOID_IOC_CALL _IOWR('Z', 1, char[48])
+#define ZOID_IOC_INFO _IOWR('Z', 2, char[24])
+
+/* Plug-in and function ids (rust/zoid_proto/src/zoid/plugins/). */
+enum { ZTEST_ID = 1 };
+enum { ZTEST_NULL = 1, ZTEST_ECHO = 2, ZTEST_ADD = 3, ZTEST_SWAP = 4,
+       ZTEST_STRLEN = 5, ZTEST_MAYBE = 6, ZTEST_FILL = 7, ZTEST_SLEEP_MS = 8 };
+
+/* A buffer being encoded or decoded. */
+struct zbuf {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+
+static inline void zput(struct zbuf *b, const void *src, size_t n)
+{
+	if (b->err || b->len + n > b->cap) {
+		b->err = E2BIG;
+		return;
+	}
+	memcpy(b->p + b->len, src, n);
+	b->len += n;
+}
+
+static inline void zput_u8(struct zbuf *b, uint8_t v) { zput(b, &v, 1); }
+
+static inline void zput_u32(struct zbuf *b, uint32_t v)
+{
+	uint8_t x[4] = { v >> 24, v >> 16, v >> 8, v };
+	zput(b, x, 4);
+}
+
+static inline void zput_u64(struct zbuf *b, uint64_t v)
+{
+	zput_u32(b, v >> 32);
+	zput_u32(b, (uint32_t)v);
+}
+
+static inline void zput_bytes(struct zbuf *b, const void *p, uint32_t n)
+{
+	zput_u32(b, n);
+	zput(b, p, n);
+}
+
+static inline const uint8_t *zget(struct zbuf *b, size_t n)
+{
+	const uint8_t *p = b->p + b->len;
+
+	if (b->err || b->len + n > b->cap) {
+		b->err = EBADMSG;
+		return NULL;
+	}
+	b->len += n;
+	return p;
+}
+
+static inline uint32_t zget_u32(struct zbuf *b)
+{
+	const uint8_t *x = zget(b, 4);
+
+	return x ? (uint32_t)x[0] << 24 | x[1] << 16 | x[2] << 8 | x[3] : 0;
+}
+
+static inline uint64_t zget_u64(struct zbuf *b)
+{
+	uint64_t hi = zget_u32(b);
+
+	return hi << 32 | zget_u32(b);
+}
+
+/* Issues one call; returns 0 (results in reply, *reply_len set) or -errno
+ * (transport) / the ION's errno as a negative value. */
+static inline int zoid_call(int fd, uint16_t plugin, uint16_t function,
+			    const struct zbuf *args, struct zbuf *reply)
+{
+	struct zoid_ioc_call c = {
+		.plugin = plugin, .function = function,
+		.args_len = (uint32_t)args->len, .args = (uintptr_t)args->p,
+		.reply = (uintptr_t)reply->p, .reply_cap = (uint32_t)reply->cap,
+	};
+
+	if (ioctl(fd, ZOID_IOC_CALL, &c) < 0)
+		return -errno;
+	if (c.error)
+		return -c.error;
+	reply->len = 0;
+	reply->cap = c.reply_len;
+	return 0;
+}
+
+#endif
