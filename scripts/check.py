@@ -109,19 +109,21 @@ def arch_checks(arch, flavor="debug"):
     record(ok, f"{arch} modules build, warnings as errors, clippy ({time.time() - t0:.0f}s)")
     if not ok:
         return
-    ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,
-                   "tools/zoid/zoidcall.c"], f"{arch}-zoidcall")
-    record(ok, f"{arch} zoidcall build (static, warnings as errors)")
-    if not ok:
-        return
-    zoidcall = out.strip().splitlines()[-1]
+    adds = []
+    for tool in ("zoidcall", "zoidunix"):
+        ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,
+                       f"tools/zoid/{tool}.c"], f"{arch}-{tool}")
+        record(ok, f"{arch} {tool} build (static, warnings as errors)")
+        if not ok:
+            return
+        adds += ["--add", f"{out.strip().splitlines()[-1]}:/zoid/bin/{tool}"]
     logdir = os.path.join(OUT, f"{arch}-pset")
     # x86_64: a 3-VM pset (ION + 2 CNs); ppc32: a 2-VM pset (ION + 1 CN).
     cns = "2" if arch == "x86_64" else "1"
     t0 = time.time()
     ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
                  "--cns", cns, "--kdir", kdir, "--timeout", "1500", "--log", logdir,
-                 "--add", f"{zoidcall}:/zoid/bin/zoidcall",
+                 *adds,
                  "--ion-cmd", "/zoid/tests/run", "--cn-cmd", "/zoid/tests/run"],
                 f"{arch}-pset")
     summary_path = os.path.join(logdir, "summary.json")

@@ -178,7 +178,37 @@ fn store_attach(c: &Ctx, _input: &[u8]) -> Result {
     c.client.attach_now()
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 17] = [
+/// `export`: the directory the `unix` plug-in serves (write a path; an
+/// empty line withdraws it and closes every descriptor).
+fn show_export(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.unix.export_path(|p| {
+        w.write_bytes(p)?;
+        writeln!(w)
+    })
+}
+
+fn store_export(c: &Ctx, input: &[u8]) -> Result {
+    let dir = input.trim_ascii();
+    if !dir.is_empty() && !dir.starts_with(b"/") {
+        return Err(EINVAL);
+    }
+    c.unix.set_export(dir)
+}
+
+knob!(
+    show_root_squash,
+    store_root_squash,
+    |c| c.unix,
+    root_squash,
+    0,
+    1
+);
+
+fn show_open_files(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.unix.open_files())
+}
+
+pub(crate) static ATTRS: [Attribute<Ctx>; 20] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -196,6 +226,9 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 17] = [
     Attribute::ro(c"attached", show_attached),
     Attribute::rw(c"attach", show_attached, store_attach),
     Attribute::ro(c"queue_cap", show_queue_cap),
+    Attribute::rw(c"export", show_export, store_export),
+    Attribute::rw(c"root_squash", show_root_squash, store_root_squash),
+    Attribute::ro(c"open_files", show_open_files),
 ];
 
 fn show_queue_cap(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {

@@ -19,6 +19,7 @@ mod plugin;
 mod server;
 mod stats;
 mod sysfs_attrs;
+mod unix_plugin;
 mod ztest_plugin;
 
 #[path = "../treenet/abi.rs"]
@@ -60,6 +61,8 @@ pub(crate) struct ZoidState {
     pub(crate) client: Arc<Client>,
     /// The ION side.
     pub(crate) server: Arc<Server>,
+    /// The `unix` plug-in (its export and root squash are sysfs knobs).
+    pub(crate) unix: Arc<unix_plugin::Unix>,
 }
 
 /// treenet's callbacks: replies go to the client, the rest to the server.
@@ -129,6 +132,8 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
     let plugins = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
     plugins.register(Arc::new(ztest_plugin::Ztest, GFP_KERNEL)?)?;
+    let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
+    plugins.register(unix.clone())?;
     let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;
     let server = Server::start(plugins.clone(), stats.clone())?;
     let net = Arc::new(
@@ -147,6 +152,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
             plugins,
             client,
             server,
+            unix,
         },
         GFP_KERNEL,
     )?;

@@ -28,3 +28,4 @@ pub(crate) mod stats;
 pub(crate) mod suite;
 pub(crate) mod sysfs;
 pub(crate) mod time;
+pub(crate) mod vfs;

@@ -35,6 +35,15 @@ impl<'a> SysfsWriter<'a> {
         &self.buf[..self.len]
     }
 
+    /// Appends raw bytes (a path, say); `EOVERFLOW` beyond the page.
+    pub(crate) fn write_bytes(&mut self, b: &[u8]) -> Result {
+        let end = self.len.checked_add(b.len()).ok_or(EOVERFLOW)?;
+        let dst = self.buf.get_mut(self.len..end).ok_or(EOVERFLOW)?;
+        dst.copy_from_slice(b);
+        self.len = end;
+        Ok(())
+    }
+
     /// Formats into the page, so `writeln!(w, ...)?` works in `show`
     /// functions.  Output beyond the page fails with `EOVERFLOW`.
     pub(crate) fn write_fmt(&mut self, args: fmt::Arguments<'_>) -> Result {

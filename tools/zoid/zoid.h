@@ -44,6 +44,29 @@ enum { ZTEST_ID = 1 };
 enum { ZTEST_NULL = 1, ZTEST_ECHO = 2, ZTEST_ADD = 3, ZTEST_SWAP = 4,
        ZTEST_STRLEN = 5, ZTEST_MAYBE = 6, ZTEST_FILL = 7, ZTEST_SLEEP_MS = 8 };
 
+enum { UNIX_ID = 2 };
+enum { UNIX_OPEN = 1, UNIX_OPENAT, UNIX_CLOSE, UNIX_READ, UNIX_WRITE, UNIX_PREAD,
+       UNIX_PWRITE, UNIX_LSEEK, UNIX_FSTAT, UNIX_STAT, UNIX_LSTAT, UNIX_FSYNC,
+       UNIX_FTRUNCATE, UNIX_MKDIR, UNIX_RMDIR, UNIX_UNLINK, UNIX_RENAME,
+       UNIX_READLINK, UNIX_SYMLINK, UNIX_GETDENTS, UNIX_READV, UNIX_WRITEV };
+
+/* The unix plug-in's open flags travel in x86_64 numbering. */
+static inline uint32_t zoid_oflags(int f)
+{
+	static const struct { int local; uint32_t wire; } map[] = {
+		{ O_CREAT, 0100 }, { O_EXCL, 0200 }, { O_NOCTTY, 0400 },
+		{ O_TRUNC, 01000 }, { O_APPEND, 02000 }, { O_NONBLOCK, 04000 },
+		{ O_DIRECTORY, 0200000 }, { O_NOFOLLOW, 0400000 },
+		{ O_CLOEXEC, 02000000 },
+	};
+	uint32_t w = (uint32_t)(f & O_ACCMODE);
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (f & map[i].local)
+			w |= map[i].wire;
+	return w;
+}
+
 /* A buffer being encoded or decoded. */
 struct zbuf {
 	uint8_t *p;

@@ -6,3 +6,4 @@
 #include "cred.c"
 #include "kthread.c"
 #include "netlink.c"
+#include "vfs.c"

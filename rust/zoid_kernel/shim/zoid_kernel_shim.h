@@ -42,4 +42,38 @@ struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 *
 int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst);
 void zk_netlink_tx_discard(struct sk_buff *skb);
 
+/* vfs.c: file operations under an exported directory. */
+struct file;
+struct cred;
+struct zk_export;
+struct zk_stat {
+	u64 dev, ino, rdev, blocks;
+	s64 size, atime_sec, mtime_sec, ctime_sec;
+	u32 mode, nlink, uid, gid, blksize, atime_nsec, mtime_nsec, ctime_nsec;
+};
+struct zk_export *zk_export_open(const char *dir, int *err);
+void zk_export_put(struct zk_export *e);
+const struct cred *zk_creds_make(u32 uid, u32 gid, const u32 *groups,
+				 u32 ngroups, int *err);
+void zk_creds_put(const struct cred *c);
+const struct cred *zk_creds_enter(const struct cred *c);
+void zk_creds_leave(const struct cred *old);
+struct file *zk_file_open(struct zk_export *e, const char *path, int flags,
+			  u32 mode, int *err);
+void zk_file_put(struct file *f);
+ssize_t zk_file_read(struct file *f, void *buf, size_t n, s64 *pos);
+ssize_t zk_file_write(struct file *f, const void *buf, size_t n, s64 *pos);
+s64 zk_file_llseek(struct file *f, s64 off, int whence);
+int zk_file_fsync(struct file *f);
+int zk_file_truncate(struct file *f, s64 len);
+int zk_file_getattr(struct file *f, struct zk_stat *st);
+int zk_file_getdents(struct file *f, u8 *buf, u32 size, u32 *used);
+int zk_path_stat(struct zk_export *e, const char *path, bool follow,
+		 struct zk_stat *st);
+int zk_path_readlink(struct zk_export *e, const char *path, u8 *buf, u32 size);
+int zk_path_mkdir(struct zk_export *e, const char *path, u32 mode);
+int zk_path_symlink(struct zk_export *e, const char *target, const char *path);
+int zk_path_remove(struct zk_export *e, const char *path, bool dir);
+int zk_path_rename(struct zk_export *e, const char *from, const char *to);
+
 #endif

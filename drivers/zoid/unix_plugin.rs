@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `unix` plug-in's ION side: POSIX file calls from CN processes, run
+//! by ION workers through the kernel VFS under the exported directory
+//! (`/sys/kernel/zoid/export`), with the caller's credentials.
+//!
+//! - Identity: the caller's uid, gid and groups as the CN sent them, except
+//!   that with `root_squash` (on by default) uid 0 becomes `anon_uid` and
+//!   gid 0 `anon_gid` (65534), as NFS does.  Only an unsquashed root keeps
+//!   capabilities.
+//! - Confinement: paths resolve with the export as root (see
+//!   `rust/zoid_kernel/vfs.rs`); `..` components are refused.
+//! - Descriptors: per CN process (node, pid), numbered from 3, at most
+//!   [`MAX_FDS`]; they close when the process ends (its `/dev/zoid` is
+//!   closed), when the CN goes away, or when the export changes.
+//! - Open flags travel in x86_64 numbering (`oflag`) and are translated to
+//!   this kernel's (powerpc numbers four of them differently).
+
+use crate::plugin::{Caller, Plugin};
+use crate::zoid_kernel::vfs::{CPath, Creds, Export, File, Stat as VfsStat};
+use crate::zoid_proto::zoid::plugin::{CallResult, DispatchError, Reply};
+use crate::zoid_proto::zoid::plugins::unix::{self, oflag, Stat, AT_FDCWD};
+use kernel::bindings;
+use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{Arc, Mutex};
+
+/// Descriptors one CN process may hold.
+pub(crate) const MAX_FDS: usize = 1024;
+/// First descriptor number handed out.
+const FIRST_FD: i32 = 3;
+/// The squashed identity (nobody/nogroup).
+const ANON_ID: u32 = 65534;
+
+struct OpenFile {
+    node: u16,
+    pid: u32,
+    fd: i32,
+    file: Arc<File>,
+}
+
+/// The `unix` plug-in.
+#[pin_data]
+pub(crate) struct Unix {
+    #[pin]
+    export: Mutex<Option<(Arc<Export>, KVec<u8>)>>,
+    #[pin]
+    files: Mutex<KVec<OpenFile>>,
+    /// 1: uid/gid 0 become `ANON_ID` (default); 0: root stays root.
+    pub(crate) root_squash: Atomic<u32>,
+}
+
+fn errno(e: Error) -> i32 {
+    -e.to_errno()
+}
+
+/// Wire open flags (x86_64 numbering) to this kernel's.
+fn kernel_oflags(wire: u32) -> core::result::Result<u32, i32> {
+    const MAP: [(u32, u32); 16] = [
+        (oflag::CREAT, bindings::O_CREAT),
+        (oflag::EXCL, bindings::O_EXCL),
+        (oflag::NOCTTY, bindings::O_NOCTTY),
+        (oflag::TRUNC, bindings::O_TRUNC),
+        (oflag::APPEND, bindings::O_APPEND),
+        (oflag::NONBLOCK, bindings::O_NONBLOCK),
+        (oflag::DSYNC, bindings::O_DSYNC),
+        (oflag::DIRECT, bindings::O_DIRECT),
+        (oflag::LARGEFILE, bindings::O_LARGEFILE),
+        (oflag::DIRECTORY, bindings::O_DIRECTORY),
+        (oflag::NOFOLLOW, bindings::O_NOFOLLOW),
+        (oflag::NOATIME, bindings::O_NOATIME),
+        (oflag::CLOEXEC, bindings::O_CLOEXEC),
+        (
+            oflag::SYNC & !oflag::DSYNC,
+            bindings::O_SYNC & !bindings::O_DSYNC,
+        ),
+        (oflag::PATH, bindings::O_PATH),
+        (
+            oflag::TMPFILE & !oflag::DIRECTORY,
+            bindings::O_TMPFILE & !bindings::O_DIRECTORY,
+        ),
+    ];
+    if wire & !oflag::KNOWN != 0 {
+        return Err(errno(EINVAL));
+    }
+    let mut k = wire & oflag::ACCMODE;
+    for (w, kf) in MAP {
+        if wire & w == w && w != 0 {
+            k |= kf;
+        }
+    }
+    Ok(k)
+}
+
+fn wire_stat(s: &VfsStat) -> Stat {
+    Stat {
+        dev: s.dev,
+        ino: s.ino,
+        mode: s.mode,
+        nlink: s.nlink,
+        uid: s.uid,
+        gid: s.gid,
+        rdev: s.rdev,
+        size: s.size,
+        blksize: s.blksize,
+        blocks: s.blocks,
+        atime_sec: s.atime_sec,
+        atime_nsec: s.atime_nsec,
+        mtime_sec: s.mtime_sec,
+        mtime_nsec: s.mtime_nsec,
+        ctime_sec: s.ctime_sec,
+        ctime_nsec: s.ctime_nsec,
+    }
+}
+
+fn ok_len(r: Result<usize>) -> CallResult {
+    r.map(|n| n as i64).map_err(errno)
+}
+
+fn ok0(r: Result) -> CallResult {
+    r.map(|()| 0).map_err(errno)
+}
+
+impl Unix {
+    /// A `unix` plug-in with no export (every call fails with `ENOENT`
+    /// until one is set).
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            export <- kernel::new_mutex!(None, "zoid::unix::export"),
+            files <- kernel::new_mutex!(KVec::new(), "zoid::unix::files"),
+            root_squash: Atomic::new(1),
+        })
+    }
+
+    /// Exports directory `dir` (closing every descriptor of the old
+    /// export); an empty `dir` withdraws the export.
+    pub(crate) fn set_export(&self, dir: &[u8]) -> Result {
+        let new = if dir.is_empty() {
+            None
+        } else {
+            let mut path = KVec::with_capacity(dir.len() + 1, GFP_KERNEL)?;
+            path.extend_from_slice(dir, GFP_KERNEL)?;
+            path.push(0, GFP_KERNEL)?;
+            let c = CStr::from_bytes_with_nul(&path).map_err(|_| EINVAL)?;
+            let e = Arc::new(Export::open(c)?, GFP_KERNEL)?;
+            path.pop();
+            Some((e, path))
+        };
+        let old = core::mem::replace(&mut *self.export.lock(), new);
+        let closed = core::mem::take(&mut *self.files.lock());
+        drop(closed);
+        drop(old);
+        Ok(())
+    }
+
+    /// The exported directory (empty if none).
+    pub(crate) fn export_path(&self, f: impl FnOnce(&[u8]) -> Result) -> Result {
+        match &*self.export.lock() {
+            Some((_, p)) => f(p),
+            None => f(b""),
+        }
+    }
+
+    /// Descriptors open now.
+    pub(crate) fn open_files(&self) -> usize {
+        self.files.lock().len()
+    }
+
+    fn export(&self) -> core::result::Result<Arc<Export>, i32> {
+        self.export
+            .lock()
+            .as_ref()
+            .map(|(e, _)| e.clone())
+            .ok_or(errno(ENOENT))
+    }
+
+    /// Runs `f` on the export with the caller's (mapped) credentials.
+    fn as_caller(&self, ctx: &Caller, f: impl FnOnce(&Export) -> CallResult) -> CallResult {
+        let export = self.export()?;
+        let squash = self.root_squash.load(Relaxed) != 0;
+        let map = |id: u32| if squash && id == 0 { ANON_ID } else { id };
+        let c = &ctx.creds;
+        let creds = Creds::new(map(c.uid), map(c.gid), c.groups()).map_err(errno)?;
+        creds.run(|| f(&export))
+    }
+
+    fn file(&self, ctx: &Caller, fd: i32) -> core::result::Result<Arc<File>, i32> {
+        let files = self.files.lock();
+        files
+            .iter()
+            .find(|f| f.node == ctx.node && f.pid == ctx.creds.pid && f.fd == fd)
+            .map(|f| f.file.clone())
+            .ok_or(errno(EBADF))
+    }
+
+    /// Runs `f` on descriptor `fd` with the caller's credentials.
+    fn with_file(&self, ctx: &Caller, fd: i32, f: impl FnOnce(&File) -> CallResult) -> CallResult {
+        let file = self.file(ctx, fd)?;
+        self.as_caller(ctx, |_| f(&file))
+    }
+
+    fn install(&self, ctx: &Caller, file: File) -> CallResult {
+        let file = Arc::new(file, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+        let mut files = self.files.lock();
+        let mine = |f: &&OpenFile| f.node == ctx.node && f.pid == ctx.creds.pid;
+        if files.iter().filter(mine).count() >= MAX_FDS {
+            return Err(errno(EMFILE));
+        }
+        let mut fd = FIRST_FD;
+        while files.iter().filter(mine).any(|f| f.fd == fd) {
+            fd += 1;
+        }
+        files
+            .push(
+                OpenFile {
+                    node: ctx.node,
+                    pid: ctx.creds.pid,
+                    fd,
+                    file,
+                },
+                GFP_KERNEL,
+            )
+            .map_err(|_| errno(ENOMEM))?;
+        Ok(i64::from(fd))
+    }
+
+    fn open_at(&self, ctx: &Caller, path: &[u8], flags: u32, mode: u32) -> CallResult {
+        let kflags = kernel_oflags(flags)?;
+        let path = CPath::new(path).map_err(errno)?;
+        let file = self.as_caller(ctx, |e| {
+            let f = e.open_file(&path, kflags, mode & 0o7777).map_err(errno)?;
+            // Hand the file out of the closure through the table.
+            self.install(ctx, f)
+        })?;
+        Ok(file)
+    }
+
+    fn stat_path(&self, ctx: &Caller, path: &[u8], st: &mut Stat, follow: bool) -> CallResult {
+        let path = CPath::new(path).map_err(errno)?;
+        self.as_caller(ctx, |e| {
+            *st = wire_stat(&e.stat(&path, follow).map_err(errno)?);
+            Ok(0)
+        })
+    }
+}
+
+impl unix::Server for Unix {
+    type Ctx = Caller;
+
+    fn open(&self, ctx: &Caller, path: &[u8], flags: u32, mode: u32) -> CallResult {
+        self.open_at(ctx, path, flags, mode)
+    }
+
+    fn openat(&self, ctx: &Caller, dirfd: i32, path: &[u8], flags: u32, mode: u32) -> CallResult {
+        // Paths are relative to the export root; other directory
+        // descriptors are not supported yet.
+        if dirfd != AT_FDCWD && !path.starts_with(b"/") {
+            return Err(errno(EOPNOTSUPP));
+        }
+        self.open_at(ctx, path, flags, mode)
+    }
+
+    fn close(&self, ctx: &Caller, fd: i32) -> CallResult {
+        let mut files = self.files.lock();
+        let i = files
+            .iter()
+            .position(|f| f.node == ctx.node && f.pid == ctx.creds.pid && f.fd == fd)
+            .ok_or(errno(EBADF))?;
+        let f = files.remove(i).map_err(|_| errno(EBADF))?;
+        drop(files);
+        drop(f);
+        Ok(0)
+    }
+
+    fn read(&self, ctx: &Caller, fd: i32, buf: &mut [u8], _count: u32) -> CallResult {
+        self.with_file(ctx, fd, |f| ok_len(f.read(buf, None)))
+    }
+
+    fn write(&self, ctx: &Caller, fd: i32, buf: &[u8]) -> CallResult {
+        self.with_file(ctx, fd, |f| ok_len(f.write(buf, None)))
+    }
+
+    fn pread(&self, ctx: &Caller, fd: i32, buf: &mut [u8], _count: u32, offset: i64) -> CallResult {
+        if offset < 0 {
+            return Err(errno(EINVAL));
+        }
+        let mut pos = offset;
+        self.with_file(ctx, fd, |f| ok_len(f.read(buf, Some(&mut pos))))
+    }
+
+    fn pwrite(&self, ctx: &Caller, fd: i32, buf: &[u8], offset: i64) -> CallResult {
+        if offset < 0 {
+            return Err(errno(EINVAL));
+        }
+        let mut pos = offset;
+        self.with_file(ctx, fd, |f| ok_len(f.write(buf, Some(&mut pos))))
+    }
+
+    fn lseek(&self, ctx: &Caller, fd: i32, offset: i64, whence: u32) -> CallResult {
+        // SEEK_* have the same values everywhere.
+        if whence > unix::SEEK_HOLE {
+            return Err(errno(EINVAL));
+        }
+        self.with_file(ctx, fd, |f| f.llseek(offset, whence).map_err(errno))
+    }
+
+    fn fstat(&self, ctx: &Caller, fd: i32, st: &mut Stat) -> CallResult {
+        self.with_file(ctx, fd, |f| {
+            *st = wire_stat(&f.stat().map_err(errno)?);
+            Ok(0)
+        })
+    }
+
+    fn stat(&self, ctx: &Caller, path: &[u8], st: &mut Stat) -> CallResult {
+        self.stat_path(ctx, path, st, true)
+    }
+
+    fn lstat(&self, ctx: &Caller, path: &[u8], st: &mut Stat) -> CallResult {
+        self.stat_path(ctx, path, st, false)
+    }
+
+    fn fsync(&self, ctx: &Caller, fd: i32) -> CallResult {
+        self.with_file(ctx, fd, |f| ok0(f.fsync()))
+    }
+
+    fn ftruncate(&self, ctx: &Caller, fd: i32, length: i64) -> CallResult {
+        self.with_file(ctx, fd, |f| ok0(f.truncate(length)))
+    }
+
+    fn mkdir(&self, ctx: &Caller, path: &[u8], mode: u32) -> CallResult {
+        let path = CPath::new(path).map_err(errno)?;
+        self.as_caller(ctx, |e| ok0(e.mkdir(&path, mode)))
+    }
+
+    fn rmdir(&self, ctx: &Caller, path: &[u8]) -> CallResult {
+        let path = CPath::new(path).map_err(errno)?;
+        self.as_caller(ctx, |e| ok0(e.remove(&path, true)))
+    }
+
+    fn unlink(&self, ctx: &Caller, path: &[u8]) -> CallResult {
+        let path = CPath::new(path).map_err(errno)?;
+        self.as_caller(ctx, |e| ok0(e.remove(&path, false)))
+    }
+
+    fn rename(&self, ctx: &Caller, from: &[u8], to: &[u8]) -> CallResult {
+        let from = CPath::new(from).map_err(errno)?;
+        let to = CPath::new(to).map_err(errno)?;
+        self.as_caller(ctx, |e| ok0(e.rename(&from, &to)))
+    }
+
+    fn readlink(&self, ctx: &Caller, path: &[u8], buf: &mut [u8], _size: u32) -> CallResult {
+        let path = CPath::new(path).map_err(errno)?;
+        self.as_caller(ctx, |e| ok_len(e.readlink(&path, buf)))
+    }
+
+    fn symlink(&self, ctx: &Caller, target: &[u8], linkpath: &[u8]) -> CallResult {
+        // The target is stored as given; it resolves inside the export
+        // whatever it says (absolute targets start at the export root).
+        let target = CPath::target(target).map_err(errno)?;
+        let linkpath = CPath::new(linkpath).map_err(errno)?;
+        self.as_caller(ctx, |e| ok0(e.symlink(&target, &linkpath)))
+    }
+
+    fn getdents(&self, ctx: &Caller, fd: i32, buf: &mut [u8], _count: u32) -> CallResult {
+        self.with_file(ctx, fd, |f| ok_len(f.getdents(buf)))
+    }
+
+    fn readv(&self, ctx: &Caller, fd: i32, buf: &mut [u8], count: u32) -> CallResult {
+        unix::Server::read(self, ctx, fd, buf, count)
+    }
+
+    fn writev(&self, ctx: &Caller, fd: i32, buf: &[u8]) -> CallResult {
+        unix::Server::write(self, ctx, fd, buf)
+    }
+}
+
+impl Plugin for Unix {
+    fn id(&self) -> u16 {
+        unix::ID
+    }
+
+    fn name(&self) -> &'static str {
+        unix::NAME
+    }
+
+    fn functions(&self) -> &'static [(u16, &'static str)] {
+        unix::FUNCTIONS
+    }
+
+    fn dispatch(
+        &self,
+        caller: &Caller,
+        function: u16,
+        args: &[u8],
+        reply: &mut [u8],
+    ) -> core::result::Result<Reply, DispatchError> {
+        unix::dispatch(self, caller, function, args, reply)
+    }
+
+    fn process_exit(&self, node: u16, pid: u32) {
+        let mut files = self.files.lock();
+        files.retain(|f| !(f.node == node && f.pid == pid));
+    }
+
+    fn node_gone(&self, node: u16) {
+        let mut files = self.files.lock();
+        files.retain(|f| f.node != node);
+    }
+}

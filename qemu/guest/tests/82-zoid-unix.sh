@@ -1,0 +1,57 @@
+# The unix plug-in: POSIX calls from CN programs run on the ION's export,
+# compared with the same calls run locally; confinement, root squash, and a
+# call blocked on a FIFO that must not stall anyone else.
+. /zoid/tests/treenet-lib.sh
+Z=/sys/kernel/zoid
+ZU=/zoid/bin/zoidunix
+ZC=/zoid/bin/zoidcall
+owner() { ls -ln "$1" | awk '{ print $3 }'; }  # (stat is treenet-lib's counter reader)
+zdiag() { echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo; }
+
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p /export && chmod 1777 /export
+  for i in $(seq 1 "$ZOID_CNS"); do
+    mkdir -m 1777 /export/cn$i
+    mkfifo -m 666 /export/cn$i/fifo
+  done
+  echo "written on the ion" > /export/hello
+  ! echo relative/path > $Z/export 2>/dev/null
+  echo /export > $Z/export
+  [ "$(cat $Z/export)" = /export ]
+  [ "$(cat $Z/root_squash)" = 1 ]
+fi
+barrier 820
+if [ "$ZOID_ROLE" = cn ]; then
+  mkdir -p /tmp/local
+  $ZU compare /tmp/local "$ZOID_NODE" || { zdiag; exit 1; }
+  $ZU escape
+  [ "$($ZU cat hello)" = "written on the ion" ]
+  $ZU creds "$ZOID_NODE/squashed" | grep -q "^uid 65534 gid 65534 "
+  # A call blocked in open() of a FIFO holds one worker; others go on.
+  $ZU cat "$ZOID_NODE/fifo" > /tmp/fifo.out & reader=$!
+  sleep 1
+  $ZC null 10
+  kill -0 $reader
+fi
+barrier 821
+if [ "$ZOID_ROLE" = ion ]; then
+  for i in $(seq 1 "$ZOID_CNS"); do echo "through the fifo" > /export/cn$i/fifo; done
+  [ "$(owner /export/cn1/squashed)" = 65534 ]
+  echo 0 > $Z/root_squash
+fi
+barrier 822
+if [ "$ZOID_ROLE" = cn ]; then
+  wait $reader
+  grep -q "through the fifo" /tmp/fifo.out
+  $ZU creds "$ZOID_NODE/root" | grep -q "^uid 0 gid 0 "
+fi
+barrier 823
+if [ "$ZOID_ROLE" = ion ]; then
+  echo 1 > $Z/root_squash
+  [ "$(owner /export/cn1/root)" = 0 ]
+  # Descriptors of ended CN processes are closed.
+  [ "$(cat $Z/open_files)" = 0 ] || { cat $Z/open_files; exit 1; }
+  echo > $Z/export
+  [ -z "$(cat $Z/export)" ]
+fi
+barrier 824

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zoid_kernel C shim: file operations under an exported directory, run by
+ * ION kernel threads with a CN caller's credentials.
+ *
+ * The Rust side is rust/zoid_kernel/vfs.rs.  Every path is resolved with the
+ * export as its root, as if chrooted there: ".." at the export stays at the
+ * export and an absolute symlink resolves inside it (file_open_root's preset
+ * root; LOOKUP_IN_ROOT for the other lookups, which also makes ".." walks
+ * rename-safe).  The Rust side additionally refuses ".." components.
+ * Modelled on ksmbd (fs/smb/server/vfs.c).
+ */
+#include <linux/cred.h>
+#include <linux/dcache.h>
+#include <linux/err.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/mount.h>
+#include <linux/namei.h>
+#include <linux/slab.h>
+#include <linux/stat.h>
+#include <linux/uidgid.h>
+#include <linux/user_namespace.h>
+
+#include "zoid_kernel_shim.h"
+
+/* Lookups below the export: chroot-like, rename-safe, no /proc magic links. */
+#define ZK_LOOKUP (LOOKUP_IN_ROOT | LOOKUP_NO_MAGICLINKS)
+
+struct zk_export {
+	struct path root;
+};
+
+struct zk_export *zk_export_open(const char *dir, int *err)
+{
+	struct zk_export *e = kzalloc(sizeof(*e), GFP_KERNEL);
+
+	if (!e) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	*err = kern_path(dir, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &e->root);
+	if (*err) {
+		kfree(e);
+		return NULL;
+	}
+	return e;
+}
+
+void zk_export_put(struct zk_export *e)
+{
+	path_put(&e->root);
+	kfree(e);
+}
+
+const struct cred *zk_creds_make(u32 uid, u32 gid, const u32 *groups,
+				 u32 ngroups, int *err)
+{
+	struct group_info *gi = groups_alloc(ngroups);
+	struct cred *c;
+	kuid_t kuid = make_kuid(&init_user_ns, uid);
+	kgid_t kgid = make_kgid(&init_user_ns, gid);
+	u32 i;
+
+	if (!gi) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	if (!uid_valid(kuid) || !gid_valid(kgid)) {
+		put_group_info(gi);
+		*err = -EINVAL;
+		return NULL;
+	}
+	for (i = 0; i < ngroups; i++) {
+		kgid_t g = make_kgid(&init_user_ns, groups[i]);
+
+		/* An unmappable group is nobody's group, never root's. */
+		gi->gid[i] = gid_valid(g) ? g : make_kgid(&init_user_ns, 65534);
+	}
+	groups_sort(gi);
+	c = prepare_creds();
+	if (!c) {
+		put_group_info(gi);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	c->uid = c->euid = c->suid = c->fsuid = kuid;
+	c->gid = c->egid = c->sgid = c->fsgid = kgid;
+	set_groups(c, gi);
+	put_group_info(gi);
+	/* Only a caller mapped to root keeps the kernel thread's privileges. */
+	if (uid != 0) {
+		cap_clear(c->cap_effective);
+		cap_clear(c->cap_permitted);
+		cap_clear(c->cap_inheritable);
+		cap_clear(c->cap_ambient);
+	}
+	*err = 0;
+	return c;
+}
+
+void zk_creds_put(const struct cred *c)
+{
+	put_cred(c);
+}
+
+const struct cred *zk_creds_enter(const struct cred *c)
+{
+	return override_creds(c);
+}
+
+void zk_creds_leave(const struct cred *old)
+{
+	revert_creds(old);
+}
+
+struct file *zk_file_open(struct zk_export *e, const char *path, int flags,
+			  u32 mode, int *err)
+{
+	struct file *f = file_open_root(&e->root, path, flags | O_LARGEFILE, mode);
+
+	if (IS_ERR(f)) {
+		*err = PTR_ERR(f);
+		return NULL;
+	}
+	*err = 0;
+	return f;
+}
+
+void zk_file_put(struct file *f)
+{
+	fput(f);
+}
+
+ssize_t zk_file_read(struct file *f, void *buf, size_t n, s64 *pos)
+{
+	loff_t p = pos ? *pos : f->f_pos;
+	ssize_t r = kernel_read(f, buf, n, &p);
+
+	if (pos)
+		*pos = p;
+	else if (r >= 0)
+		f->f_pos = p;
+	return r;
+}
+
+ssize_t zk_file_write(struct file *f, const void *buf, size_t n, s64 *pos)
+{
+	loff_t p = pos ? *pos : f->f_pos;
+	ssize_t r = kernel_write(f, buf, n, &p);
+
+	if (pos)
+		*pos = p;
+	else if (r >= 0)
+		f->f_pos = p;
+	return r;
+}
+
+s64 zk_file_llseek(struct file *f, s64 off, int whence)
+{
+	return vfs_llseek(f, off, whence);
+}
+
+int zk_file_fsync(struct file *f)
+{
+	return vfs_fsync(f, 0);
+}
+
+int zk_file_truncate(struct file *f, s64 len)
+{
+	if (!(f->f_mode & FMODE_WRITE))
+		return -EBADF;
+	return vfs_truncate(&f->f_path, len);
+}
+
+static void zk_fill_stat(const struct kstat *k, struct zk_stat *st)
+{
+	st->dev = new_encode_dev(k->dev);
+	st->ino = k->ino;
+	st->mode = k->mode;
+	st->nlink = k->nlink;
+	st->uid = from_kuid_munged(&init_user_ns, k->uid);
+	st->gid = from_kgid_munged(&init_user_ns, k->gid);
+	st->rdev = new_encode_dev(k->rdev);
+	st->size = k->size;
+	st->blksize = k->blksize;
+	st->blocks = k->blocks;
+	st->atime_sec = k->atime.tv_sec;
+	st->atime_nsec = k->atime.tv_nsec;
+	st->mtime_sec = k->mtime.tv_sec;
+	st->mtime_nsec = k->mtime.tv_nsec;
+	st->ctime_sec = k->ctime.tv_sec;
+	st->ctime_nsec = k->ctime.tv_nsec;
+}
+
+int zk_file_getattr(struct file *f, struct zk_stat *st)
+{
+	struct kstat k;
+	int err = vfs_getattr(&f->f_path, &k, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
+
+	if (!err)
+		zk_fill_stat(&k, st);
+	return err;
+}
+
+int zk_path_stat(struct zk_export *e, const char *path, bool follow,
+		 struct zk_stat *st)
+{
+	struct path p;
+	struct kstat k;
+	int err = vfs_path_lookup(e->root.dentry, e->root.mnt, path,
+				  ZK_LOOKUP | (follow ? LOOKUP_FOLLOW : 0), &p);
+
+	if (err)
+		return err;
+	err = vfs_getattr(&p, &k, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
+	path_put(&p);
+	if (!err)
+		zk_fill_stat(&k, st);
+	return err;
+}
+
+int zk_path_readlink(struct zk_export *e, const char *path, u8 *buf, u32 size)
+{
+	DEFINE_DELAYED_CALL(done);
+	struct path p;
+	const char *link;
+	int err = vfs_path_lookup(e->root.dentry, e->root.mnt, path, ZK_LOOKUP, &p);
+	size_t len;
+
+	if (err)
+		return err;
+	if (!d_is_symlink(p.dentry)) {
+		path_put(&p);
+		return -EINVAL;
+	}
+	link = vfs_get_link(p.dentry, &done);
+	if (IS_ERR(link)) {
+		path_put(&p);
+		return PTR_ERR(link);
+	}
+	len = min_t(size_t, strlen(link), size);
+	memcpy(buf, link, len);
+	do_delayed_call(&done);
+	path_put(&p);
+	return len;
+}
+
+/*
+ * The parent of @path and its last component.  @last points into *@name,
+ * which the caller releases with putname() after its last use of @last
+ * (on success only).
+ */
+static int zk_parent(struct zk_export *e, const char *path, struct path *parent,
+		     struct qstr *last, struct filename **name)
+{
+	int err;
+
+	*name = getname_kernel(path);
+	if (IS_ERR(*name))
+		return PTR_ERR(*name);
+	err = vfs_path_parent_lookup(*name, ZK_LOOKUP, parent, last, &e->root);
+	if (err)
+		putname(*name);
+	return err;
+}
+
+int zk_path_mkdir(struct zk_export *e, const char *path, u32 mode)
+{
+	struct path parent;
+	struct qstr last;
+	struct filename *name;
+	struct dentry *d;
+	int err = zk_parent(e, path, &parent, &last, &name);
+
+	if (err)
+		return err;
+	err = mnt_want_write(parent.mnt);
+	if (err)
+		goto out;
+	d = start_creating(mnt_idmap(parent.mnt), parent.dentry, &last);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+		goto drop;
+	}
+	if (d_is_positive(d)) {
+		end_creating(d);
+		err = -EEXIST;
+		goto drop;
+	}
+	d = vfs_mkdir(mnt_idmap(parent.mnt), d_inode(parent.dentry), d,
+		      (mode & 07777) | S_IFDIR, NULL);
+	err = IS_ERR(d) ? PTR_ERR(d) : 0;
+	end_creating(d);
+drop:
+	mnt_drop_write(parent.mnt);
+out:
+	path_put(&parent);
+	putname(name);
+	return err;
+}
+
+int zk_path_symlink(struct zk_export *e, const char *target, const char *path)
+{
+	struct path parent;
+	struct qstr last;
+	struct filename *name;
+	struct dentry *d;
+	int err = zk_parent(e, path, &parent, &last, &name);
+
+	if (err)
+		return err;
+	err = mnt_want_write(parent.mnt);
+	if (err)
+		goto out;
+	d = start_creating(mnt_idmap(parent.mnt), parent.dentry, &last);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+		goto drop;
+	}
+	if (d_is_positive(d))
+		err = -EEXIST;
+	else
+		err = vfs_symlink(mnt_idmap(parent.mnt), d_inode(parent.dentry),
+				  d, target, NULL);
+	end_creating(d);
+drop:
+	mnt_drop_write(parent.mnt);
+out:
+	path_put(&parent);
+	putname(name);
+	return err;
+}
+
+/* rmdir (@dir) or unlink. */
+int zk_path_remove(struct zk_export *e, const char *path, bool dir)
+{
+	struct path parent;
+	struct qstr last;
+	struct filename *name;
+	struct dentry *d;
+	int err = zk_parent(e, path, &parent, &last, &name);
+
+	if (err)
+		return err;
+	err = mnt_want_write(parent.mnt);
+	if (err)
+		goto out;
+	d = start_removing(mnt_idmap(parent.mnt), parent.dentry, &last);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+		goto drop;
+	}
+	if (dir)
+		err = vfs_rmdir(mnt_idmap(parent.mnt), d_inode(parent.dentry), d, NULL);
+	else if (d_is_dir(d))
+		err = -EISDIR;
+	else
+		err = vfs_unlink(mnt_idmap(parent.mnt), d_inode(parent.dentry), d, NULL);
+	end_removing(d);
+drop:
+	mnt_drop_write(parent.mnt);
+out:
+	path_put(&parent);
+	putname(name);
+	return err;
+}
+
+int zk_path_rename(struct zk_export *e, const char *from, const char *to)
+{
+	struct path old_parent, new_parent;
+	struct qstr old_last, new_last;
+	struct renamedata rd = {};
+	struct filename *old_name, *new_name;
+	int err = zk_parent(e, from, &old_parent, &old_last, &old_name);
+
+	if (err)
+		return err;
+	err = zk_parent(e, to, &new_parent, &new_last, &new_name);
+	if (err)
+		goto put_old;
+	err = -EXDEV;
+	if (old_parent.mnt != new_parent.mnt)
+		goto put_new;
+	err = mnt_want_write(old_parent.mnt);
+	if (err)
+		goto put_new;
+	rd.mnt_idmap = mnt_idmap(old_parent.mnt);
+	rd.old_parent = old_parent.dentry;
+	rd.new_parent = new_parent.dentry;
+	err = start_renaming(&rd, 0, &old_last, &new_last);
+	if (!err) {
+		err = vfs_rename(&rd);
+		end_renaming(&rd);
+	}
+	mnt_drop_write(old_parent.mnt);
+put_new:
+	path_put(&new_parent);
+	putname(new_name);
+put_old:
+	path_put(&old_parent);
+	putname(old_name);
+	return err;
+}
+
+/* getdents: records in zoid's wire format (rust/zoid_proto's unix Dirent:
+ * be64 ino, be64 next offset, u8 type, be16 name length, name). */
+struct zk_dirents {
+	struct dir_context ctx;
+	u8 *buf;
+	u32 size, used;
+	u8 *prev;	/* the previous record: its offset is this entry's */
+	bool full;
+};
+
+static bool zk_filldir(struct dir_context *ctx, const char *name, int namlen,
+		       loff_t offset, u64 ino, unsigned int d_type)
+{
+	struct zk_dirents *d = container_of(ctx, struct zk_dirents, ctx);
+	u32 len = 19 + namlen;
+	u8 *p = d->buf + d->used;
+	__be64 v64;
+	__be16 v16;
+
+	if (namlen <= 0 || namlen > 255 || d->used + len > d->size) {
+		d->full = true;
+		return false;
+	}
+	v64 = cpu_to_be64(ino);
+	memcpy(p, &v64, 8);
+	/* As getdents64: a record's offset resumes after it, which is the
+	 * position of the next entry (the last one gets ctx->pos). */
+	if (d->prev) {
+		v64 = cpu_to_be64(offset);
+		memcpy(d->prev + 8, &v64, 8);
+	}
+	memset(p + 8, 0, 8);
+	d->prev = p;
+	p[16] = d_type;
+	v16 = cpu_to_be16(namlen);
+	memcpy(p + 17, &v16, 2);
+	memcpy(p + 19, name, namlen);
+	d->used += len;
+	return true;
+}
+
+int zk_file_getdents(struct file *f, u8 *buf, u32 size, u32 *used)
+{
+	struct zk_dirents d = {
+		.ctx.actor = zk_filldir,
+		.ctx.count = size,
+		.buf = buf,
+		.size = size,
+	};
+	int err = iterate_dir(f, &d.ctx);
+	__be64 v64;
+
+	if (d.prev) {
+		v64 = cpu_to_be64(d.ctx.pos);
+		memcpy(d.prev + 8, &v64, 8);
+	}
+	*used = d.used;
+	if (err)
+		return err;
+	if (d.full && d.used == 0)
+		return -EINVAL;
+	return 0;
+}
