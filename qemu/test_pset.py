@@ -111,6 +111,20 @@ class ConsoleTest(unittest.TestCase):
         other = ["[    0.1] BUG: KASAN: slab-out-of-bounds in foo", boot[2]]
         self.assertTrue(node_with(other + FINISHED, []).problems())
 
+    def test_hung_boot_is_detected(self):
+        spin = ["[    0.005251] BUG: KASAN: wild-memory-access in rcu_is_watching+0x20/0x40"]
+        n = node_with(spin * (pset.BOOT_SPAM_LINES + 1), [])
+        n.launched = pset.time.time()
+        self.assertTrue(n.boot_hung())
+        slow = node_with(spin, [])
+        slow.launched = pset.time.time()
+        self.assertFalse(slow.boot_hung())
+        slow.launched -= pset.BOOT_WAIT + 1
+        self.assertTrue(slow.boot_hung())
+        up = node_with(FINISHED, [])
+        up.launched = 0
+        self.assertFalse(up.boot_hung())
+
     def test_halt_line_is_seen(self):
         self.assertTrue(node_with(FINISHED + ["reboot: System halted"], []).halted)
 
