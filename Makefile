@@ -14,6 +14,8 @@
 #   make fmt                         rustfmt every Rust file
 #   make bench-treenet               treenet vs TCP between 2 VMs (x86_64 release pset),
 #                                    ends with RATIO lines (> 1: treenet better)
+#   make bench-zoid                  zoid calls vs a user-space TCP forwarder (CIOD's
+#                                    role), 2 VMs; RATIO lines (> 1: zoid better)
 #   make clean
 #
 # Building against your own kernel: `make modules KDIR=/path/to/prepared/7.x/tree`
@@ -24,7 +26,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test fmt clean bench-treenet
+.PHONY: run check setup kernel modules host-test fmt clean bench-treenet bench-zoid
 
 run:
 	@scripts/run.sh
@@ -43,6 +45,9 @@ modules:
 
 bench-treenet:
 	@scripts/bench-treenet.sh
+
+bench-zoid:
+	@scripts/bench-zoid.sh
 
 host-test:
 	cargo test --locked --manifest-path rust/zoid_proto/Cargo.toml

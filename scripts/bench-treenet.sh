@@ -24,6 +24,7 @@ rm -rf "$log"   # stale consoles would give stale numbers
 rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor release --cns 1 --log "$log" \
   --add "$bin:/zoid/bench/tcpbench" \
+  --add "$repo/qemu/guest/bench/lib.sh:/zoid/bench/lib.sh" \
   --add "$repo/qemu/guest/bench/treenet.sh:/zoid/bench/treenet.sh" \
   --ion-cmd 'sh /zoid/bench/treenet.sh' --cn-cmd 'sh /zoid/bench/treenet.sh' \
   --timeout 900 "$@" || rc=$?

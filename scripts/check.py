@@ -110,13 +110,14 @@ def arch_checks(arch, flavor="debug"):
     if not ok:
         return
     adds = []
-    for tool in ("zoidcall", "zoidunix"):
+    for tool in ("zoidcall", "zoidunix", "f2cn"):
         ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,
                        f"tools/zoid/{tool}.c"], f"{arch}-{tool}")
         record(ok, f"{arch} {tool} build (static, warnings as errors)")
         if not ok:
             return
         adds += ["--add", f"{out.strip().splitlines()[-1]}:/zoid/bin/{tool}"]
+    adds += ["--add", f"{os.path.join(REPO, 'tools/zoid/zoid-stat')}:/zoid/bin/zoid-stat"]
     logdir = os.path.join(OUT, f"{arch}-pset")
     # x86_64: a 3-VM pset (ION + 2 CNs); ppc32: a 2-VM pset (ION + 1 CN).
     cns = "2" if arch == "x86_64" else "1"

@@ -40,6 +40,7 @@ extern "C" {
     fn treenet_reachable(node: u16) -> bool;
     fn treenet_ion() -> c_int;
     fn treenet_is_below(node: u16) -> bool;
+    fn treenet_nodes_below(out: *mut u16, cap: usize) -> c_int;
 }
 
 /// Node id meaning "every node below this one" (broadcast).
@@ -226,4 +227,23 @@ pub(crate) fn reachable(node: u16) -> bool {
 pub(crate) fn is_below(node: u16) -> bool {
     // SAFETY: no preconditions.
     unsafe { treenet_is_below(node) }
+}
+
+/// The nodes in this node's subtree now (on an ION: its CNs that are up).
+pub(crate) fn nodes_below() -> Result<KVec<u16>> {
+    let mut out = KVec::new();
+    loop {
+        let cap = out.capacity();
+        // SAFETY: `out` has room for `cap` ids.
+        let n = unsafe { treenet_nodes_below(out.as_mut_ptr(), cap) };
+        to_result(n)?;
+        let n = n as usize;
+        if n <= cap {
+            // SAFETY: treenet wrote the first `n` ids (`n <= cap`).
+            unsafe { out.inc_len(n) };
+            return Ok(out);
+        }
+        // The subtree grew between the two calls at most by a few nodes.
+        out.reserve(n + 8, GFP_KERNEL)?;
+    }
 }

@@ -237,3 +237,27 @@ pub(crate) extern "C" fn treenet_ion() -> c_int {
 pub(crate) extern "C" fn treenet_is_below(node: u16) -> bool {
     instance().is_ok_and(|net| net.is_below(node))
 }
+
+/// Writes the ids of the nodes in this node's subtree now (on an ION: its
+/// CNs that are up) to `out`, at most `cap` of them; returns how many there
+/// are (which may exceed `cap`), or -ENODEV before treenet is up.
+///
+/// # Safety
+///
+/// `out` must be valid for `cap` writes of `u16` (or `cap` be 0).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_nodes_below(out: *mut u16, cap: usize) -> c_int {
+    let net = match instance() {
+        Ok(net) => net,
+        Err(e) => return e.to_errno(),
+    };
+    let mut n = 0usize;
+    net.for_each_below(|node| {
+        if n < cap {
+            // SAFETY: `n < cap` and `out` is valid for `cap` writes.
+            unsafe { out.add(n).write(node) };
+        }
+        n += 1;
+    });
+    c_int::try_from(n).unwrap_or(c_int::MAX)
+}

@@ -624,6 +624,19 @@ impl Treenet {
         g.children().map(|i| 1 + g.neighbors[i].below.len()).sum()
     }
 
+    /// Calls `f` with every node of this node's subtree reachable now
+    /// (each child, then the nodes it lists below itself).  Runs under the
+    /// engine's lock: `f` must not call back into treenet.
+    pub(crate) fn for_each_below(&self, mut f: impl FnMut(u16)) {
+        let g = self.inner.lock();
+        for i in g.children() {
+            f(g.neighbors[i].node);
+            for &b in g.neighbors[i].below.iter() {
+                f(b);
+            }
+        }
+    }
+
     /// Whether `node` is a node of this node's subtree (on an ION: a CN of
     /// its pset), reachable now through one of its children.
     pub(crate) fn is_below(&self, node: u16) -> bool {

@@ -54,6 +54,7 @@ int treenet_node_id(void);
 bool treenet_reachable(u16 node);
 int treenet_ion(void);
 bool treenet_is_below(u16 node);
+int treenet_nodes_below(u16 *out, size_t cap);
 
 EXPORT_SYMBOL_GPL(treenet_abi_version);
 EXPORT_SYMBOL_GPL(treenet_register);
@@ -66,3 +67,4 @@ EXPORT_SYMBOL_GPL(treenet_node_id);
 EXPORT_SYMBOL_GPL(treenet_reachable);
 EXPORT_SYMBOL_GPL(treenet_ion);
 EXPORT_SYMBOL_GPL(treenet_is_below);
+EXPORT_SYMBOL_GPL(treenet_nodes_below);

@@ -9,9 +9,14 @@
 //! kernel's generated stubs).  The calling task's pid and filesystem
 //! credentials go with the call.  When the file is closed (the process
 //! ended), the ION is told, so it releases what the process held.
+//!
+//! On an ION, `ZOID_IOC_F2CN` ([`IocF2cn`]) copies a file to every CN
+//! (f2cn, [`crate::f2cn`]); it needs `CAP_SYS_ADMIN`.
 
 use crate::client::Client;
-use crate::zoid_kernel::cred::Creds;
+use crate::f2cn::{self, F2cn};
+use crate::zoid_kernel::cred::{current_is_admin, Creds};
+use crate::zoid_kernel::vfs;
 use kernel::fs::File;
 use kernel::ioctl::_IOWR;
 use kernel::miscdevice::{MiscDevice, MiscDeviceRegistration};
@@ -28,6 +33,14 @@ pub(crate) const ZOID_IOC_CALL: u32 = _IOWR::<[u8; IOC_CALL_LEN]>(b'Z' as u32, 1
 pub(crate) const ZOID_IOC_INFO: u32 = _IOWR::<[u8; IOC_INFO_LEN]>(b'Z' as u32, 2);
 /// Bytes of `struct zoid_ioc_info`.
 pub(crate) const IOC_INFO_LEN: usize = 24;
+/// `_IOWR('Z', 3, struct zoid_ioc_f2cn)`: file broadcast (ION).
+pub(crate) const ZOID_IOC_F2CN: u32 = _IOWR::<[u8; IOC_F2CN_LEN]>(b'Z' as u32, 3);
+/// Bytes of `struct zoid_ioc_f2cn`.
+pub(crate) const IOC_F2CN_LEN: usize = 48;
+/// `zoid_ioc_f2cn.mode` meaning "the source's permission bits".
+pub(crate) const F2CN_MODE_KEEP: u32 = u32::MAX;
+/// Most target CNs one `ZOID_IOC_F2CN` names.
+const F2CN_MAX_NODES: u32 = 4096;
 
 /// `struct zoid_ioc_call`, native-endian like every ioctl argument.
 ///
@@ -95,9 +108,73 @@ impl IocCall {
     }
 }
 
+/// `struct zoid_ioc_f2cn`, native-endian.
+///
+/// ```c
+/// struct zoid_ioc_f2cn {
+///     __s32 fd;               /* source, open for reading */
+///     __u32 mode;             /* bits on the CNs; ~0: the source's */
+///     __u64 path;             /* destination (absolute, NUL-terminated) */
+///     __u64 nodes;            /* __u16 target CNs, or 0: every CN */
+///     __u32 nnodes;
+///     __u32 timeout_ms;       /* per phase; 0: the timeout_ms knob */
+///     __u64 bytes;            /* out: file bytes sent */
+///     __u32 cns;              /* out: CNs that have the file */
+///     __u16 failed_node;      /* out: the CN that failed, or 0xffff */
+///     __u16 reserved;         /* must be 0 */
+/// };
+/// ```
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct IocF2cn {
+    pub(crate) fd: i32,
+    pub(crate) mode: u32,
+    pub(crate) path: u64,
+    pub(crate) nodes: u64,
+    pub(crate) nnodes: u32,
+    pub(crate) timeout_ms: u32,
+    pub(crate) bytes: u64,
+    pub(crate) cns: u32,
+    pub(crate) failed_node: u16,
+    pub(crate) reserved: u16,
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_ne_bytes(w)
+}
+
+impl IocF2cn {
+    /// Decodes the user's bytes.
+    pub(crate) fn decode(b: &[u8; IOC_F2CN_LEN]) -> Self {
+        Self {
+            fd: u32_at(b, 0) as i32,
+            mode: u32_at(b, 4),
+            path: u64_at(b, 8),
+            nodes: u64_at(b, 16),
+            nnodes: u32_at(b, 24),
+            timeout_ms: u32_at(b, 28),
+            bytes: u64_at(b, 32),
+            cns: u32_at(b, 40),
+            failed_node: u16_at(b, 44),
+            reserved: u16_at(b, 46),
+        }
+    }
+
+    /// The out fields, at their offsets.
+    pub(crate) fn encode_out(&self, b: &mut [u8; IOC_F2CN_LEN]) {
+        b[32..40].copy_from_slice(&self.bytes.to_ne_bytes());
+        b[40..44].copy_from_slice(&self.cns.to_ne_bytes());
+        b[44..46].copy_from_slice(&self.failed_node.to_ne_bytes());
+    }
+}
+
+/// What `/dev/zoid` serves: the client and f2cn.
+type Published = (Arc<Client>, Arc<F2cn>);
+
 kernel::sync::global_lock! {
     // SAFETY: initialised in the module initialiser before any use.
-    unsafe(uninit) static CLIENT: Mutex<Option<Arc<Client>>> = None;
+    unsafe(uninit) static CLIENT: Mutex<Option<Published>> = None;
 }
 
 /// Initialises the client slot; called once, first thing in module init.
@@ -106,13 +183,17 @@ pub(crate) fn init_slot() {
     unsafe { CLIENT.init() };
 }
 
-/// Publishes (or, with `None`, withdraws) the client `/dev/zoid` uses.
-pub(crate) fn publish(client: Option<Arc<Client>>) {
-    *CLIENT.lock() = client;
+/// Publishes (or, with `None`, withdraws) what `/dev/zoid` uses.
+pub(crate) fn publish(p: Option<Published>) {
+    *CLIENT.lock() = p;
 }
 
 fn client() -> Result<Arc<Client>> {
-    CLIENT.lock().clone().ok_or(ENODEV)
+    CLIENT.lock().as_ref().map(|p| p.0.clone()).ok_or(ENODEV)
+}
+
+fn f2cn_side() -> Result<Arc<F2cn>> {
+    CLIENT.lock().as_ref().map(|p| p.1.clone()).ok_or(ENODEV)
 }
 
 /// One open `/dev/zoid`.
@@ -151,6 +232,7 @@ impl MiscDevice for ZoidFile {
         match cmd {
             ZOID_IOC_CALL => me.call(&client, UserPtr::from_addr(arg)),
             ZOID_IOC_INFO => info(&client, UserPtr::from_addr(arg)),
+            ZOID_IOC_F2CN => f2cn_ioctl(&client, UserPtr::from_addr(arg)),
             _ => Err(ENOTTY),
         }
     }
@@ -216,5 +298,63 @@ fn info(client: &Client, arg: UserPtr) -> Result<isize> {
     UserSlice::new(arg, IOC_INFO_LEN)
         .writer()
         .write_slice(&out)?;
+    Ok(0)
+}
+
+/// `ZOID_IOC_F2CN`: copies the file behind `fd` to `path` on the CNs.  The
+/// out fields are written back on failure too (which CN failed).
+fn f2cn_ioctl(client: &Client, arg: UserPtr) -> Result<isize> {
+    if !current_is_admin() {
+        return Err(EPERM);
+    }
+    let f2cn = f2cn_side()?;
+    let (mut reader, mut writer) = UserSlice::new(arg, IOC_F2CN_LEN).reader_writer();
+    let mut raw = [0u8; IOC_F2CN_LEN];
+    reader.read_slice(&mut raw)?;
+    let mut c = IocF2cn::decode(&raw);
+    if c.reserved != 0 || c.nnodes > F2CN_MAX_NODES || (c.nodes == 0) != (c.nnodes == 0) {
+        return Err(EINVAL);
+    }
+    if c.mode != F2CN_MODE_KEEP && c.mode > 0o7777 {
+        return Err(EINVAL);
+    }
+    let mut path = KVec::new();
+    path.resize(4096, 0u8, GFP_KERNEL)?;
+    let dest = UserSlice::new(UserPtr::from_addr(c.path as usize), path.len())
+        .reader()
+        .strcpy_into_buf(&mut path)?
+        .to_bytes();
+    let mut nodes = KVec::new();
+    if c.nnodes != 0 {
+        let mut raw_nodes = KVec::new();
+        raw_nodes.resize(2 * c.nnodes as usize, 0u8, GFP_KERNEL)?;
+        UserSlice::new(UserPtr::from_addr(c.nodes as usize), raw_nodes.len())
+            .reader()
+            .read_slice(&mut raw_nodes)?;
+        for p in raw_nodes.chunks_exact(2) {
+            nodes.push(u16::from_ne_bytes([p[0], p[1]]), GFP_KERNEL)?;
+        }
+    }
+    let file = vfs::File::from_fd(c.fd)?;
+    let timeout_ms = if c.timeout_ms == 0 {
+        client.knobs.timeout_ms.load(Relaxed)
+    } else {
+        c.timeout_ms
+    };
+    let report = f2cn.send_file(&f2cn::Request {
+        file: &file,
+        dest,
+        mode: (c.mode != F2CN_MODE_KEEP).then_some(c.mode),
+        nodes: (c.nnodes != 0).then_some(&nodes[..]),
+        timeout_ms,
+    });
+    c.bytes = report.bytes;
+    c.cns = report.cns;
+    c.failed_node = report.node;
+    c.encode_out(&mut raw);
+    writer.write_slice(&raw)?;
+    if report.errno != 0 {
+        return Err(Error::from_errno(-report.errno));
+    }
     Ok(0)
 }

@@ -28,6 +28,43 @@ pub(crate) struct Caller {
     pub(crate) tag: u32,
 }
 
+/// Implements [`Plugin`] for `$ty`, the server of the interface declared in
+/// `zoid_proto::zoid::plugins::$decl`: id, name, functions and dispatch come
+/// from the declaration; the optional hooks are given in the braces.
+macro_rules! declared_plugin {
+    ($ty:ty, $decl:ident, { $($hooks:tt)* }) => {
+        impl $crate::plugin::Plugin for $ty {
+            fn id(&self) -> u16 {
+                $decl::ID
+            }
+
+            fn name(&self) -> &'static str {
+                $decl::NAME
+            }
+
+            fn functions(&self) -> &'static [(u16, &'static str)] {
+                $decl::FUNCTIONS
+            }
+
+            fn dispatch(
+                &self,
+                caller: &$crate::plugin::Caller,
+                function: u16,
+                args: &[u8],
+                reply: &mut [u8],
+            ) -> core::result::Result<
+                $crate::zoid_proto::zoid::plugin::Reply,
+                $crate::zoid_proto::zoid::plugin::DispatchError,
+            > {
+                $decl::dispatch(self, caller, function, args, reply)
+            }
+
+            $($hooks)*
+        }
+    };
+}
+pub(crate) use declared_plugin;
+
 /// A plug-in as the ION's workers see it.
 pub(crate) trait Plugin: Send + Sync {
     /// Its id (unique; a collision fails registration).

@@ -19,6 +19,7 @@
 //! A call that blocks (a read on an empty pipe) holds one worker only: the
 //! others keep serving, so one CN's blocked call never stalls another's.
 
+use crate::f2cn::F2cn;
 use crate::plugin::{Caller, Plugin, Registry};
 use crate::stats::{Histogram, Stats};
 use crate::treenet;
@@ -144,6 +145,8 @@ pub(crate) struct ServerCore {
     pub(crate) knobs: ServerKnobs,
     pub(crate) stats: Arc<Stats>,
     pub(crate) plugins: Arc<Registry>,
+    /// File broadcast (its CN side runs in the receive thread).
+    pub(crate) f2cn: Arc<F2cn>,
     /// Wait time in the queue (µs, log2 buckets).
     pub(crate) queue_wait: Histogram,
     #[pin]
@@ -226,6 +229,7 @@ impl ServerCore {
             .fetch_add(dropped.len() as u64, Relaxed);
         drop(dropped);
         self.plugins.node_gone(node);
+        self.f2cn.node_gone(node);
     }
 
     fn handle(&self, src: u16, msg: treenet::Message) {
@@ -264,7 +268,11 @@ impl ServerCore {
                 // no sooner than it would have run; running calls finish.
                 self.stats.c.cancels.fetch_add(1, Relaxed);
             }
-            MsgKind::Reply | MsgKind::AttachReply => {
+            MsgKind::FileBegin | MsgKind::FileData | MsgKind::FileCommit | MsgKind::FileAbort => {
+                self.f2cn.receive(src, &hdr, &msg);
+            }
+            // Answers go to the client and to f2cn's sender directly.
+            MsgKind::Reply | MsgKind::AttachReply | MsgKind::FileAck => {
                 self.stats.c.malformed.fetch_add(1, Relaxed);
             }
         }
@@ -630,7 +638,11 @@ pub(crate) struct Server {
 
 impl Server {
     /// Starts the receive thread and `knobs.workers` workers.
-    pub(crate) fn start(plugins: Arc<Registry>, stats: Arc<Stats>) -> Result<Arc<Self>> {
+    pub(crate) fn start(
+        plugins: Arc<Registry>,
+        stats: Arc<Stats>,
+        f2cn: Arc<F2cn>,
+    ) -> Result<Arc<Self>> {
         let rx_kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
         let sched = SchedBox::new(64)?;
         let core = Arc::pin_init(
@@ -638,6 +650,7 @@ impl Server {
                 knobs: ServerKnobs::new(),
                 stats,
                 plugins,
+                f2cn,
                 queue_wait: Histogram::new(),
                 inbox <- kernel::new_mutex!(KVec::new(), "zoid::inbox"),
                 rx_kicker,

@@ -208,7 +208,62 @@ fn show_open_files(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{}", c.unix.open_files())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 20] = [
+/// `job_script`: the program the ION runs at job start (`1`) and end
+/// (`0`); empty: none.
+fn show_job_script(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.job.with_script(|p| {
+        w.write_bytes(p)?;
+        writeln!(w)
+    })
+}
+
+fn store_job_script(c: &Ctx, input: &[u8]) -> Result {
+    c.job.set_script(input.trim_ascii())
+}
+
+/// `jobs`: jobs running, job script runs and failures.
+fn show_jobs(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "running {}", c.job.running())?;
+    writeln!(w, "script_runs {}", U64(c.job.script_runs.load(Relaxed)))?;
+    writeln!(
+        w,
+        "script_failures {}",
+        U64(c.job.script_failures.load(Relaxed))
+    )
+}
+
+/// `f2cn`: file broadcast counters, then `down` and the CNs this ION saw
+/// go down (a transfer to every CN refuses to start while one is listed).
+/// Write `forget <node>` or `forget all` for CNs taken out of service.
+fn show_f2cn(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let mut r = Ok(());
+    c.f2cn.stats.each(|name, v| {
+        if r.is_ok() {
+            r = writeln!(w, "{name} {}", U64(v));
+        }
+    });
+    r?;
+    write!(w, "down")?;
+    c.f2cn.for_each_down(|n| write!(w, " {n}"))?;
+    writeln!(w)
+}
+
+fn store_f2cn(c: &Ctx, input: &[u8]) -> Result {
+    let arg = input
+        .trim_ascii()
+        .strip_prefix(b"forget ")
+        .ok_or(EINVAL)?
+        .trim_ascii();
+    if arg == b"all" {
+        c.f2cn.forget(None);
+    } else {
+        let node = u16::try_from(sysfs::parse_u64(arg)?).map_err(|_| EINVAL)?;
+        c.f2cn.forget(Some(node));
+    }
+    Ok(())
+}
+
+pub(crate) static ATTRS: [Attribute<Ctx>; 23] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -229,6 +284,9 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 20] = [
     Attribute::rw(c"export", show_export, store_export),
     Attribute::rw(c"root_squash", show_root_squash, store_root_squash),
     Attribute::ro(c"open_files", show_open_files),
+    Attribute::rw(c"job_script", show_job_script, store_job_script),
+    Attribute::ro(c"jobs", show_jobs),
+    Attribute::rw(c"f2cn", show_f2cn, store_f2cn),
 ];
 
 fn show_queue_cap(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {

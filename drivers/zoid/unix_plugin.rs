@@ -16,9 +16,9 @@
 //! - Open flags travel in x86_64 numbering (`oflag`) and are translated to
 //!   this kernel's (powerpc numbers four of them differently).
 
-use crate::plugin::{Caller, Plugin};
+use crate::plugin::{declared_plugin, Caller};
 use crate::zoid_kernel::vfs::{CPath, Creds, Export, File, Stat as VfsStat};
-use crate::zoid_proto::zoid::plugin::{CallResult, DispatchError, Reply};
+use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{self, oflag, Stat, AT_FDCWD};
 use kernel::bindings;
 use kernel::prelude::*;
@@ -374,29 +374,7 @@ impl unix::Server for Unix {
     }
 }
 
-impl Plugin for Unix {
-    fn id(&self) -> u16 {
-        unix::ID
-    }
-
-    fn name(&self) -> &'static str {
-        unix::NAME
-    }
-
-    fn functions(&self) -> &'static [(u16, &'static str)] {
-        unix::FUNCTIONS
-    }
-
-    fn dispatch(
-        &self,
-        caller: &Caller,
-        function: u16,
-        args: &[u8],
-        reply: &mut [u8],
-    ) -> core::result::Result<Reply, DispatchError> {
-        unix::dispatch(self, caller, function, args, reply)
-    }
-
+declared_plugin!(Unix, unix, {
     fn process_exit(&self, node: u16, pid: u32) {
         let mut files = self.files.lock();
         files.retain(|f| !(f.node == node && f.pid == pid));
@@ -406,4 +384,4 @@ impl Plugin for Unix {
         let mut files = self.files.lock();
         files.retain(|f| f.node != node);
     }
-}
+});

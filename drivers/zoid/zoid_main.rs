@@ -15,6 +15,8 @@ use kernel::sync::Arc;
 
 mod client;
 mod devzoid;
+mod f2cn;
+mod job_plugin;
 mod plugin;
 mod server;
 mod stats;
@@ -63,12 +65,18 @@ pub(crate) struct ZoidState {
     pub(crate) server: Arc<Server>,
     /// The `unix` plug-in (its export and root squash are sysfs knobs).
     pub(crate) unix: Arc<unix_plugin::Unix>,
+    /// The `job` plug-in (its script is a sysfs knob).
+    pub(crate) job: Arc<job_plugin::Job>,
+    /// File broadcast.
+    pub(crate) f2cn: Arc<f2cn::F2cn>,
 }
 
-/// treenet's callbacks: replies go to the client, the rest to the server.
+/// treenet's callbacks: replies go to the client, f2cn's answers to its
+/// sender, the rest to the server's receive thread.
 struct Net {
     client: Arc<Client>,
     server: Arc<ServerCore>,
+    f2cn: Arc<f2cn::F2cn>,
 }
 
 impl treenet::Handler for Net {
@@ -83,6 +91,7 @@ impl treenet::Handler for Net {
             Some(h) if matches!(h.kind, MsgKind::Reply | MsgKind::AttachReply) => {
                 self.client.deliver(src, &h, &msg);
             }
+            Some(h) if h.kind == MsgKind::FileAck => self.f2cn.ack(src, &h, &msg),
             // Malformed messages too: the server counts them.
             _ => self.server.deliver(src, msg),
         }
@@ -90,6 +99,7 @@ impl treenet::Handler for Net {
 
     fn peer_event(&self, node: u16, up: bool) {
         self.client.peer_event(node, up);
+        self.f2cn.peer_event(node, up);
         if !up {
             self.server.deliver_gone(node);
         }
@@ -134,17 +144,21 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     plugins.register(Arc::new(ztest_plugin::Ztest, GFP_KERNEL)?)?;
     let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
     plugins.register(unix.clone())?;
+    let job = Arc::pin_init(job_plugin::Job::new(), GFP_KERNEL)?;
+    plugins.register(job.clone())?;
     let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;
-    let server = Server::start(plugins.clone(), stats.clone())?;
+    let f2cn = Arc::pin_init(f2cn::F2cn::new(), GFP_KERNEL)?;
+    let server = Server::start(plugins.clone(), stats.clone(), f2cn.clone())?;
     let net = Arc::new(
         Net {
             client: client.clone(),
             server: server.core().clone(),
+            f2cn: f2cn.clone(),
         },
         GFP_KERNEL,
     )?;
     let channel = treenet::Channel::register(CHANNEL, net)?;
-    devzoid::publish(Some(client.clone()));
+    devzoid::publish(Some((client.clone(), f2cn.clone())));
     let state = Arc::new(
         ZoidState {
             treenet,
@@ -153,6 +167,8 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
             client,
             server,
             unix,
+            job,
+            f2cn,
         },
         GFP_KERNEL,
     )?;
@@ -233,5 +249,125 @@ mod tests {
         c.encode_out(&mut raw);
         let back = IocCall::decode(&raw);
         assert_eq!((back.reply_len, back.error), (9, 2));
+    }
+}
+
+/// Marshalling and scheduling in the kernel build (the host crate's tests
+/// cover them in depth; these check the same code compiled for this arch).
+#[kunit_tests(zoid_marshal_sched)]
+mod marshal_tests {
+    use super::plugin::Caller;
+    use super::zoid_kernel::cred::{Creds, MAX_GROUPS};
+    use super::zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
+    use super::zoid_proto::zoid::plugin::{
+        decode_reply_args, encode_args, measure_args, CallError, Transport,
+    };
+    use super::zoid_proto::zoid::plugins::ztest;
+    use super::zoid_proto::zoid::sched::{CallScheduler, Priority, QueuedCall, SchedError};
+    use super::*;
+
+    /// Client stubs straight into the ION's dispatch, in one kernel.
+    struct Local;
+
+    impl Transport for Local {
+        fn call(
+            &self,
+            plugin: u16,
+            function: u16,
+            encode: &dyn Fn(&mut Encoder<'_>) -> core::result::Result<(), MarshalError>,
+            decode: &mut dyn FnMut(&mut Decoder<'_>) -> core::result::Result<(), MarshalError>,
+        ) -> core::result::Result<(), CallError> {
+            assert_eq!(plugin, ztest::ID);
+            let n = measure_args(encode)?;
+            let mut args = KVec::new();
+            args.resize(n, 0u8, GFP_KERNEL)
+                .map_err(|_| CallError::Transport(12))?;
+            encode_args(encode, &mut args)?;
+            let mut reply = KVec::new();
+            reply
+                .resize(4096, 0u8, GFP_KERNEL)
+                .map_err(|_| CallError::Transport(12))?;
+            let caller = Caller {
+                node: 1,
+                creds: Creds {
+                    pid: 1,
+                    uid: 0,
+                    gid: 0,
+                    groups: [0; MAX_GROUPS],
+                    ngroups: 0,
+                },
+                tag: 1,
+            };
+            let r = ztest::dispatch(&ztest_plugin::Ztest, &caller, function, &args, &mut reply)
+                .map_err(|e| CallError::Transport(e.errno()))?;
+            if r.errno != 0 {
+                return Err(CallError::Errno(r.errno));
+            }
+            decode_reply_args(&reply[..r.len], decode)
+        }
+    }
+
+    #[test]
+    fn ztest_calls_round_trip_through_dispatch() {
+        let t = Local;
+        assert_eq!(ztest::client::null(&t), Ok(0));
+        let mut sum = 0i64;
+        assert_eq!(ztest::client::add(&t, 40, 2, &mut sum), Ok(0));
+        assert_eq!(sum, 42);
+        let mut x = 0x1111_2222_3333_4444u64;
+        assert_eq!(ztest::client::swap(&t, &mut x), Ok(0));
+        assert!(x == 0x3333_4444_1111_2222);
+        let mut out = [0u8; 8];
+        assert_eq!(ztest::client::echo(&t, b"zoid", &mut out, 8), Ok(4));
+        assert_eq!(&out[..4], b"zoid");
+        assert_eq!(ztest::client::strlen(&t, b"12345"), Ok(5));
+        assert_eq!(ztest::client::fail(&t, 28), Err(CallError::Errno(28)));
+    }
+
+    #[test]
+    fn f2cn_chunks_complete_in_any_order() {
+        use super::zoid_proto::zoid::f2cn::{chunk_digest, Plan, Progress, Step};
+        // 3 chunks of 4 KiB, the last partial; they arrive 2, 0, 1.
+        static BYTES: [u8; 4096] = [0x5a; 4096];
+        let plan = Plan::new(10_000, 4096).unwrap();
+        let data = |i: u64| &BYTES[..plan.chunk_range(i).1];
+        let mut digest = 0u64;
+        for i in 0..3 {
+            digest = digest.wrapping_add(chunk_digest(i, data(i)));
+        }
+        let mut got = [0u64; 1];
+        let mut p = Progress::new(plan, &mut got).unwrap();
+        assert_eq!(p.data(&mut got, 8192, data(2)), Ok(Step::More));
+        assert_eq!(p.commit(10_000, digest), Ok(Step::More));
+        assert_eq!(p.data(&mut got, 0, data(0)), Ok(Step::More));
+        // The same bytes at another index do not match the digest.
+        let mut q = p;
+        let mut got2 = got;
+        assert!(q.data(&mut got2, 4096, &BYTES[..100]).is_err());
+        assert_eq!(p.data(&mut got, 4096, data(1)), Ok(Step::Complete));
+    }
+
+    #[test]
+    fn scheduler_serves_classes_in_order_and_caps_each_cn() {
+        let mut s: CallScheduler<8> = CallScheduler::new(2, 8);
+        let call = |handle, cn, class| QueuedCall {
+            handle,
+            cn,
+            class,
+            bytes: 0,
+        };
+        assert_eq!(s.enqueue(call(1, 5, Priority::Bulk)), Ok(()));
+        assert_eq!(s.enqueue(call(2, 6, Priority::Small)), Ok(()));
+        assert_eq!(s.enqueue(call(3, 5, Priority::Urgent)), Ok(()));
+        assert_eq!(
+            s.enqueue(call(4, 5, Priority::Small)),
+            Err(SchedError::CnOverLimit)
+        );
+        assert_eq!(s.next().map(|c| c.handle), Some(3));
+        assert_eq!(s.next().map(|c| c.handle), Some(2));
+        assert_eq!(s.next().map(|c| c.handle), Some(1));
+        assert_eq!(s.next(), None);
+        assert!(s.done(5));
+        assert_eq!(s.enqueue(call(4, 5, Priority::Small)), Ok(()));
     }
 }

@@ -4,8 +4,8 @@
 //! for the tests and `make bench-zoid` (declared in
 //! `rust/zoid_proto/src/zoid/plugins/ztest.rs`).
 
-use crate::plugin::{Caller, Plugin};
-use crate::zoid_proto::zoid::plugin::{CallResult, DispatchError, Reply};
+use crate::plugin::{declared_plugin, Caller};
+use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::ztest;
 use kernel::bindings;
 
@@ -65,30 +65,8 @@ impl ztest::Server for Ztest {
     }
 }
 
-impl Plugin for Ztest {
-    fn id(&self) -> u16 {
-        ztest::ID
-    }
-
-    fn name(&self) -> &'static str {
-        ztest::NAME
-    }
-
-    fn functions(&self) -> &'static [(u16, &'static str)] {
-        ztest::FUNCTIONS
-    }
-
-    fn dispatch(
-        &self,
-        caller: &Caller,
-        function: u16,
-        args: &[u8],
-        reply: &mut [u8],
-    ) -> core::result::Result<Reply, DispatchError> {
-        ztest::dispatch(self, caller, function, args, reply)
-    }
-
+declared_plugin!(Ztest, ztest, {
     fn inline_ok(&self, function: u16) -> bool {
         function != ztest::func::sleep_ms
     }
-}
+});

@@ -7,6 +7,7 @@
 pub(crate) const MAX_GROUPS: usize = 32;
 
 extern "C" {
+    fn zk_current_is_admin() -> bool;
     fn zk_current_creds(
         tgid: *mut u32,
         uid: *mut u32,
@@ -64,4 +65,11 @@ impl Creds {
     pub(crate) fn groups(&self) -> &[u32] {
         &self.groups[..self.ngroups]
     }
+}
+
+/// Whether the calling task holds `CAP_SYS_ADMIN` (for operations that
+/// write on every CN, such as f2cn).
+pub(crate) fn current_is_admin() -> bool {
+    // SAFETY: no preconditions; reads the current task's credentials.
+    unsafe { zk_current_is_admin() }
 }

@@ -28,4 +28,5 @@ pub(crate) mod stats;
 pub(crate) mod suite;
 pub(crate) mod sysfs;
 pub(crate) mod time;
+pub(crate) mod umh;
 pub(crate) mod vfs;

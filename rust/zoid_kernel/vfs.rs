@@ -78,6 +78,8 @@ extern "C" {
     fn zk_file_truncate(f: *mut RawFile, len: i64) -> c_int;
     fn zk_file_getattr(f: *mut RawFile, st: *mut Stat) -> c_int;
     fn zk_file_getdents(f: *mut RawFile, buf: *mut u8, size: u32, used: *mut u32) -> c_int;
+    fn zk_file_fget(fd: c_int, err: *mut c_int) -> *mut RawFile;
+    fn zk_file_chmod(f: *mut RawFile, mode: u32) -> c_int;
     fn zk_path_stat(e: *mut RawExport, path: *const c_char, follow: bool, st: *mut Stat) -> c_int;
     fn zk_path_readlink(e: *mut RawExport, path: *const c_char, buf: *mut u8, size: u32) -> c_int;
     fn zk_path_mkdir(e: *mut RawExport, path: *const c_char, mode: u32) -> c_int;
@@ -162,7 +164,8 @@ unsafe impl Send for Export {}
 unsafe impl Sync for Export {}
 
 impl Export {
-    /// Looks up directory `dir` (an absolute path on this node).
+    /// Looks up directory `dir` (an absolute path on this node, as the
+    /// caller sees it; from a kernel thread, as userspace init sees it).
     pub(crate) fn open(dir: &CStr) -> Result<Self> {
         let mut err = 0;
         // SAFETY: `dir` is NUL-terminated; `err` is valid for one write.
@@ -247,6 +250,25 @@ unsafe impl Send for File {}
 unsafe impl Sync for File {}
 
 impl File {
+    /// The file behind the calling process's descriptor `fd`, which must
+    /// be open for reading (`EBADF` otherwise).
+    pub(crate) fn from_fd(fd: i32) -> Result<Self> {
+        let mut err = 0;
+        // SAFETY: `err` is valid for one write; the shim takes its own
+        // reference to the file.
+        let f = unsafe { zk_file_fget(fd, &mut err) };
+        if f.is_null() {
+            return Err(Error::from_errno(err));
+        }
+        Ok(File { raw: f })
+    }
+
+    /// fchmod(2): sets the permission bits (`mode & 0o7777`).
+    pub(crate) fn chmod(&self, mode: u32) -> Result {
+        // SAFETY: `raw` is live.
+        check(unsafe { zk_file_chmod(self.raw, mode & 0o7777) })
+    }
+
     /// Reads at `pos` (advanced), or at the file position with `None`.
     pub(crate) fn read(&self, buf: &mut [u8], pos: Option<&mut i64>) -> Result<usize> {
         let p = pos.map_or(core::ptr::null_mut(), core::ptr::from_mut::<i64>);

@@ -36,13 +36,32 @@ struct zoid_ioc_info {
 	uint32_t max_request, max_reply, workers, max_outstanding, attached;
 };
 
+/* f2cn (on an ION, CAP_SYS_ADMIN): copy a file to the same path on the CNs. */
+struct zoid_ioc_f2cn {
+	int32_t fd;		/* source, open for reading */
+	uint32_t mode;		/* permission bits on the CNs; ZOID_F2CN_MODE_KEEP */
+	uint64_t path;		/* destination: absolute, NUL-terminated */
+	uint64_t nodes;		/* uint16_t target CN ids, or 0: every CN */
+	uint32_t nnodes;
+	uint32_t timeout_ms;	/* per phase; 0: the timeout_ms knob */
+	uint64_t bytes;		/* out: file bytes sent */
+	uint32_t cns;		/* out: CNs that have the file */
+	uint16_t failed_node;	/* out: the CN that failed, or 0xffff */
+	uint16_t reserved;
+};
+#define ZOID_F2CN_MODE_KEEP 0xffffffffu
+
 #define ZOID_IOC_CALL _IOWR('Z', 1, char[48])
 #define ZOID_IOC_INFO _IOWR('Z', 2, char[24])
+#define ZOID_IOC_F2CN _IOWR('Z', 3, char[48])
 
 /* Plug-in and function ids (rust/zoid_proto/src/zoid/plugins/). */
 enum { ZTEST_ID = 1 };
 enum { ZTEST_NULL = 1, ZTEST_ECHO = 2, ZTEST_ADD = 3, ZTEST_SWAP = 4,
        ZTEST_STRLEN = 5, ZTEST_MAYBE = 6, ZTEST_FILL = 7, ZTEST_SLEEP_MS = 8 };
+
+enum { JOB_ID = 3 };
+enum { JOB_START = 1, JOB_END = 2 };
 
 enum { UNIX_ID = 2 };
 enum { UNIX_OPEN = 1, UNIX_OPENAT, UNIX_CLOSE, UNIX_READ, UNIX_WRITE, UNIX_PREAD,

@@ -8,6 +8,13 @@
  *   zoidcall fill SIZE BYTE        ask for SIZE bytes of BYTE, verified
  *   zoidcall sleep MS              a call that blocks MS ms on the ION
  *   zoidcall add A B               prints A+B computed on the ION
+ *   zoidcall job hold ID EXEC ARGS GLOBAL_SIZE LOCAL_SIZE MODE SECONDS
+ *                                  register a job's start on the ION, wait,
+ *                                  register its end (a job belongs to the
+ *                                  process that started it: if it dies, the
+ *                                  ION ends its part)
+ *   zoidcall job start|end ...     one of the two calls (start: the same
+ *                                  arguments without SECONDS)
  *
  * Exit status 0 on success; on failure the errno name is printed and the
  * status is 1 (so tests can expect E2BIG and friends).
@@ -133,6 +140,42 @@ int main(int argc, char **argv)
 		       (double)size * count / (now_us() - t0));
 		return 0;
 	}
-	fprintf(stderr, "usage: zoidcall info|null N|echo SIZE [N]|fill SIZE BYTE|sleep MS|add A B\n");
+	if (!strcmp(cmd, "job") && argc >= 4) {
+		uint8_t a[4096], r[64];
+		struct zbuf args = { a, 0, sizeof(a), 0 }, reply = { r, 0, sizeof(r), 0 };
+		int hold = !strcmp(argv[2], "hold");
+		int start = hold || !strcmp(argv[2], "start"), err;
+
+		if (start && argc != 9 + hold) {
+			fprintf(stderr, "usage: zoidcall job start|hold ID EXEC ARGS GLOBAL_SIZE LOCAL_SIZE MODE [SECONDS]\n");
+			return 2;
+		}
+		zput_u32(&args, (uint32_t)strtoul(argv[3], NULL, 0));
+		if (start) {
+			zput_bytes(&args, argv[4], (uint32_t)strlen(argv[4]));
+			zput_bytes(&args, argv[5], (uint32_t)strlen(argv[5]));
+			zput_u32(&args, (uint32_t)strtoul(argv[6], NULL, 0));
+			zput_u32(&args, (uint32_t)strtoul(argv[7], NULL, 0));
+			zput_bytes(&args, argv[8], (uint32_t)strlen(argv[8]));
+		}
+		err = zoid_call(fd, JOB_ID, start ? JOB_START : JOB_END, &args, &reply);
+		if (err)
+			return fail(argv[2], err);
+		printf("job %s %s members %lld\n", argv[3], start ? "started" : "ended",
+		       (long long)(int64_t)zget_u64(&reply));
+		if (!hold)
+			return 0;
+		fflush(stdout);
+		sleep((unsigned int)atoi(argv[9]));
+		args = (struct zbuf){ a, 0, sizeof(a), 0 };
+		reply = (struct zbuf){ r, 0, sizeof(r), 0 };
+		zput_u32(&args, (uint32_t)strtoul(argv[3], NULL, 0));
+		err = zoid_call(fd, JOB_ID, JOB_END, &args, &reply);
+		if (err)
+			return fail("end", err);
+		printf("job %s ended members %lld\n", argv[3], (long long)(int64_t)zget_u64(&reply));
+		return 0;
+	}
+	fprintf(stderr, "usage: zoidcall info|null N|echo SIZE [N]|fill SIZE BYTE|sleep MS|add A B|job start|end ...\n");
 	return 2;
 }

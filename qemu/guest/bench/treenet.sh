@@ -14,101 +14,17 @@
 # measurement prints BENCH-FAIL <name> <why> (and the script exits 1); when
 # treenet has no /sys/kernel/treenet/selftest, BENCH-SKIP treenet... lines.
 #
-# IPv4 exists only for this benchmark and only on the tree links: the ION's
-# link to CN k is 10.77.k.1/24, CN k is 10.77.k.2/24.  Links are found by
-# their MAC (qemu/pset mac(): 52:54:00:5a:<node id>:<link index>).
+# The links' IPv4 addresses, barriers and the measurement helpers are
+# lib.sh's.
 BIN=${TCPBENCH:-/zoid/bench/tcpbench}
-TN=${TREENET_SYSFS:-/sys/kernel/treenet}   # overridable to test this script
 PORT=5201
 # name:size:count -- about 16 MiB for 4k, 32 MiB for the others.
 SIZES="4k:4096:4096 64k:65536:512 256k:262144:128 1m:1048576:32 4m:4194304:8"
 PING_SIZE=32
 PING_COUNT=2000
-REPEAT=3        # each measurement is the median of this many runs (TCG is noisy)
-ION_IP=10.77.1.1
-CN_IP=10.77.1.2
-failed=0
-
-say() { echo "bench: $*"; }
-die() { say "$*"; exit 1; }
-
-[ "$ZOID_CNS" = 1 ] || die "run me in a 1 ION + 1 CN pset (ZOID_CNS=$ZOID_CNS)"
+. "$(dirname "$0")/lib.sh"
 [ -x "$BIN" ] || die "no tcpbench at $BIN"
-HAVE_TN=
-[ -e "$TN/selftest" ] && HAVE_TN=1
-
-# The netdevice whose MAC is $1.
-link_by_mac() {
-  for d in /sys/class/net/*; do
-    [ "$(cat "$d/address")" = "$1" ] && { basename "$d"; return 0; }
-  done
-  return 1
-}
-
-# addr <link> <ip/len>: give the link its address (and only this one).
-addr() {
-  ip addr flush dev "$1" && ip addr add "$2" dev "$1" && ip link set "$1" up ||
-    die "cannot set $2 on $1"
-  say "$1 $(cat "/sys/class/net/$1/address") $2"
-}
-
-if [ "$ZOID_ROLE" = ion ]; then
-  k=1
-  while [ "$k" -le "$ZOID_CNS" ]; do
-    l=$(link_by_mac "52:54:00:5a:00:$(printf %02x $((k - 1)))") || die "no link to cn$k"
-    addr "$l" "10.77.$k.1/24"
-    k=$((k + 1))
-  done
-else
-  l=$(link_by_mac "52:54:00:5a:$(printf %02x "$ZOID_NODE_ID"):00") || die "no tree link"
-  addr "$l" "$CN_IP/24"
-fi
-
-# barrier <tag>: wait until the ION and every CN got here (treenet only; the
-# TCP client retries its connection until the server listens).
-barrier() {
-  [ -n "$HAVE_TN" ] || return 0
-  echo "barrier $1 $ZOID_CNS" > "$TN/selftest" || die "treenet barrier $1 failed"
-}
-
-# field <name> <line>: the value of name=<value> in a result line.
-field() { echo "$2" | sed -n "s/.* $1=\([0-9][0-9]*\).*/\1/p"; }
-
-# fail <name> [why]: a measurement that did not work (why on one line).
-fail() { echo "BENCH-FAIL $1 $(echo "${2:-no output}" | tr '\n' ' ')"; failed=1; }
-
-# split <name:size:count>: sets $name, $size and $count from a SIZES entry.
-split() { name=${1%%:*}; size=${1#*:}; count=${size#*:}; size=${size%%:*}; }
-
-# value <tput|rtt> <result line>: Mbit/s of a tput/send line ($size x $count
-# bytes) or the round trip in us of a ping line; fails on anything else.
-value() {
-  case "$1:$2" in
-    "tput:ok op=tput "* | "tput:ok op=send "*)
-      bytes=$(field bytes "$2"); ns=$(field ns "$2")
-      [ "$bytes" = $((size * count)) ] && [ -n "$ns" ] && [ "$ns" -gt 0 ] || return 1
-      awk -v b="$bytes" -v ns="$ns" 'BEGIN { printf "%.1f", b * 8000 / ns }' ;;
-    "rtt:ok op=ping "*)
-      rtt=$(field rtt_ns "$2")
-      [ -n "$rtt" ] || return 1
-      awk -v r="$rtt" 'BEGIN { printf "%.1f", r / 1000 }' ;;
-    *) return 1 ;;
-  esac
-}
-
-# measure <name> <tput|rtt> <command...>: runs the command REPEAT times and
-# prints "BENCH <name> <median>" (the runs on a "bench:" line before it).
-measure() {
-  m=$1 kind=$2 runs= i=0
-  shift 2
-  while [ "$i" -lt "$REPEAT" ]; do
-    out=$("$@" 2>&1)
-    v=$(value "$kind" "$out") || { fail "$m" "$out"; return; }
-    runs="$runs $v" i=$((i + 1))
-  done
-  say "$m runs:$runs"
-  echo "BENCH $m $(echo $runs | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
-}
+bench_addresses
 
 # selftest <command>: runs one treenet self-test, prints its result line.
 selftest() {

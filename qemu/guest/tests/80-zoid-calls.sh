@@ -41,6 +41,9 @@ if [ "$ZOID_ROLE" = ion ]; then
   [ "$(zstat process_exits)" -ge 1 ] || { zdiag; exit 1; }
   [ "$(zstat cancels)" -ge 1 ] || { zdiag; exit 1; }
   grep -q "^ztest.null " $Z/calls
+  # zoid-stat: once, and periodically with rates.
+  /zoid/bin/zoid-stat | grep -q "^calls_done [1-9]"
+  /zoid/bin/zoid-stat 1 1 | grep -q "^calls_done [0-9]* +0.0/s"
   # Limits enforced on the ION, plug-ins switched off: for the next round.
   echo 8192 > $Z/max_request
   echo -ztest > $Z/modules
@@ -69,5 +72,17 @@ if [ "$ZOID_ROLE" = ion ]; then
   ! echo 65 > $Z/workers 2>/dev/null
   echo 2 > $Z/workers; [ "$(cat $Z/workers)" = 2 ]
   echo 4 > $Z/workers
+  # Tiny calls of functions that never block run in the receive thread.
+  echo 256 > $Z/inline_bytes
 fi
 barrier 806
+if [ "$ZOID_ROLE" = cn ]; then
+  $ZC null 5
+  $ZC sleep 10 > /dev/null     # sleep_ms may block: never inline
+fi
+barrier 807
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(zstat calls_inline)" -ge 5 ] || { zdiag; exit 1; }
+  echo 0 > $Z/inline_bytes
+fi
+barrier 808

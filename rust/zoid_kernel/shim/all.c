@@ -6,4 +6,5 @@
 #include "cred.c"
 #include "kthread.c"
 #include "netlink.c"
+#include "umh.c"
 #include "vfs.c"

@@ -6,6 +6,7 @@
  *
  * The Rust side is rust/zoid_kernel/cred.rs.
  */
+#include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
@@ -31,4 +32,10 @@ void zk_current_creds(u32 *tgid, u32 *uid, u32 *gid, u32 *groups,
 			groups[i] = from_kgid_munged(&init_user_ns, gi->gid[i]);
 	}
 	*ngroups = n;
+}
+
+/* Whether the calling task may administer the system (CAP_SYS_ADMIN). */
+bool zk_current_is_admin(void)
+{
+	return capable(CAP_SYS_ADMIN);
 }

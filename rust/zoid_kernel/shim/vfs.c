@@ -15,8 +15,10 @@
 #include <linux/err.h>
 #include <linux/file.h>
 #include <linux/fs.h>
+#include <linux/fs_struct.h>
 #include <linux/mount.h>
 #include <linux/namei.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/stat.h>
 #include <linux/uidgid.h>
@@ -31,15 +33,25 @@ struct zk_export {
 	struct path root;
 };
 
+/*
+ * @dir as the caller sees it; from a kernel thread (which 7.x starts in an
+ * empty nullfs root), as userspace init sees it.  Later lookups start at
+ * the export's own root, whatever the thread.
+ */
 struct zk_export *zk_export_open(const char *dir, int *err)
 {
 	struct zk_export *e = kzalloc(sizeof(*e), GFP_KERNEL);
+	struct fs_struct *old_fs = NULL;
 
 	if (!e) {
 		*err = -ENOMEM;
 		return NULL;
 	}
+	if (current->flags & PF_KTHREAD)
+		old_fs = __override_init_fs();
 	*err = kern_path(dir, LOOKUP_FOLLOW | LOOKUP_DIRECTORY, &e->root);
+	if (old_fs)
+		__revert_init_fs(old_fs);
 	if (*err) {
 		kfree(e);
 		return NULL;
@@ -166,6 +178,38 @@ int zk_file_fsync(struct file *f)
 	return vfs_fsync(f, 0);
 }
 
+/* The file behind descriptor @fd of the calling process, open for reading. */
+struct file *zk_file_fget(int fd, int *err)
+{
+	struct file *f = fd < 0 ? NULL : fget(fd);
+
+	if (!f || !(f->f_mode & FMODE_READ)) {
+		if (f)
+			fput(f);
+		*err = -EBADF;
+		return NULL;
+	}
+	*err = 0;
+	return f;
+}
+
+/* fchmod(2) as chmod_common() does it (not exported): permission bits only. */
+int zk_file_chmod(struct file *f, u32 mode)
+{
+	struct inode *inode = file_inode(f);
+	struct iattr attr = { .ia_valid = ATTR_MODE | ATTR_CTIME };
+	int err = mnt_want_write_file(f);
+
+	if (err)
+		return err;
+	inode_lock(inode);
+	attr.ia_mode = (mode & S_IALLUGO) | (inode->i_mode & ~S_IALLUGO);
+	err = notify_change(file_mnt_idmap(f), f->f_path.dentry, &attr, NULL);
+	inode_unlock(inode);
+	mnt_drop_write_file(f);
+	return err;
+}
+
 int zk_file_truncate(struct file *f, s64 len)
 {
 	if (!(f->f_mode & FMODE_WRITE))
@@ -265,11 +309,14 @@ static int zk_parent(struct zk_export *e, const char *path, struct path *parent,
 	return err;
 }
 
-int zk_path_mkdir(struct zk_export *e, const char *path, u32 mode)
+/* mkdir (@target NULL) or symlink to @target, at @path. */
+static int zk_create(struct zk_export *e, const char *path, u32 mode,
+		     const char *target)
 {
 	struct path parent;
 	struct qstr last;
 	struct filename *name;
+	struct mnt_idmap *idmap;
 	struct dentry *d;
 	int err = zk_parent(e, path, &parent, &last, &name);
 
@@ -278,19 +325,23 @@ int zk_path_mkdir(struct zk_export *e, const char *path, u32 mode)
 	err = mnt_want_write(parent.mnt);
 	if (err)
 		goto out;
-	d = start_creating(mnt_idmap(parent.mnt), parent.dentry, &last);
+	idmap = mnt_idmap(parent.mnt);
+	d = start_creating(idmap, parent.dentry, &last);
 	if (IS_ERR(d)) {
 		err = PTR_ERR(d);
 		goto drop;
 	}
 	if (d_is_positive(d)) {
-		end_creating(d);
 		err = -EEXIST;
-		goto drop;
+	} else if (target) {
+		err = vfs_symlink(idmap, d_inode(parent.dentry), d, target, NULL);
+	} else {
+		/* On error vfs_mkdir() ends the dirop itself and returns an
+		 * ERR_PTR, which end_creating() below ignores. */
+		d = vfs_mkdir(idmap, d_inode(parent.dentry), d,
+			      (mode & 07777) | S_IFDIR, NULL);
+		err = IS_ERR(d) ? PTR_ERR(d) : 0;
 	}
-	d = vfs_mkdir(mnt_idmap(parent.mnt), d_inode(parent.dentry), d,
-		      (mode & 07777) | S_IFDIR, NULL);
-	err = IS_ERR(d) ? PTR_ERR(d) : 0;
 	end_creating(d);
 drop:
 	mnt_drop_write(parent.mnt);
@@ -300,36 +351,14 @@ out:
 	return err;
 }
 
+int zk_path_mkdir(struct zk_export *e, const char *path, u32 mode)
+{
+	return zk_create(e, path, mode, NULL);
+}
+
 int zk_path_symlink(struct zk_export *e, const char *target, const char *path)
 {
-	struct path parent;
-	struct qstr last;
-	struct filename *name;
-	struct dentry *d;
-	int err = zk_parent(e, path, &parent, &last, &name);
-
-	if (err)
-		return err;
-	err = mnt_want_write(parent.mnt);
-	if (err)
-		goto out;
-	d = start_creating(mnt_idmap(parent.mnt), parent.dentry, &last);
-	if (IS_ERR(d)) {
-		err = PTR_ERR(d);
-		goto drop;
-	}
-	if (d_is_positive(d))
-		err = -EEXIST;
-	else
-		err = vfs_symlink(mnt_idmap(parent.mnt), d_inode(parent.dentry),
-				  d, target, NULL);
-	end_creating(d);
-drop:
-	mnt_drop_write(parent.mnt);
-out:
-	path_put(&parent);
-	putname(name);
-	return err;
+	return zk_create(e, path, 0, target);
 }
 
 /* rmdir (@dir) or unlink. */

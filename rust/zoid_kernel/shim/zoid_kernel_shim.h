@@ -12,6 +12,7 @@ struct sk_buff;
 struct zk_thread;
 struct zk_netlink;
 
+bool zk_current_is_admin(void);
 void zk_current_creds(u32 *tgid, u32 *uid, u32 *gid, u32 *groups,
 		      u32 max_groups, u32 *ngroups);
 
@@ -68,6 +69,8 @@ int zk_file_fsync(struct file *f);
 int zk_file_truncate(struct file *f, s64 len);
 int zk_file_getattr(struct file *f, struct zk_stat *st);
 int zk_file_getdents(struct file *f, u8 *buf, u32 size, u32 *used);
+struct file *zk_file_fget(int fd, int *err);
+int zk_file_chmod(struct file *f, u32 mode);
 int zk_path_stat(struct zk_export *e, const char *path, bool follow,
 		 struct zk_stat *st);
 int zk_path_readlink(struct zk_export *e, const char *path, u8 *buf, u32 size);
@@ -75,5 +78,8 @@ int zk_path_mkdir(struct zk_export *e, const char *path, u32 mode);
 int zk_path_symlink(struct zk_export *e, const char *target, const char *path);
 int zk_path_remove(struct zk_export *e, const char *path, bool dir);
 int zk_path_rename(struct zk_export *e, const char *from, const char *to);
+
+/* umh.c */
+int zk_run_helper(const char *path, char **argv, char **envp, bool wait);
 
 #endif

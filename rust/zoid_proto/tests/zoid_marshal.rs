@@ -19,7 +19,7 @@ use zoid_proto::zoid::plugins::unix::{
     self, dirents, oflag, Dirent, Stat, AT_FDCWD, DT_DIR, DT_LNK, DT_REG, NAME_MAX, SEEK_CUR,
     SEEK_END, SEEK_SET,
 };
-use zoid_proto::zoid::plugins::ztest;
+use zoid_proto::zoid::plugins::{job, ztest};
 use zoid_proto::zoid::wire::{
     self, split_call, AttachReply, AttachRequest, CallHeader, MsgKind, WireError, ATTACH_REPLY_LEN,
     ATTACH_REQUEST_LEN, FLAG_ASYNC_NOREPLY, FLAG_GROUPS, FLAG_PRIORITY, HEADER_LEN, MAX_GROUPS,
@@ -550,7 +550,54 @@ impl unix::Server for UnixSrv {
 // ---------------------------------------------------------------------------
 // Loopback transport: whole messages, as treenet would carry them.
 
+/// One job call as the server saw it: (start?, id, exec, args, global
+/// size, local size, mode).
+type JobCall = (bool, u32, Vec<u8>, Vec<u8>, u32, u32, Vec<u8>);
+
+/// A job table as the ION keeps it: the arguments each call carried.
+#[derive(Default)]
+struct JobSrv {
+    log: RefCell<Vec<JobCall>>,
+}
+
+impl job::Server for JobSrv {
+    type Ctx = Creds;
+
+    fn job_start(
+        &self,
+        _ctx: &Creds,
+        id: u32,
+        exec: &[u8],
+        args: &[u8],
+        global_size: u32,
+        local_size: u32,
+        mode: &[u8],
+    ) -> CallResult {
+        let mut log = self.log.borrow_mut();
+        log.push((
+            true,
+            id,
+            exec.to_vec(),
+            args.to_vec(),
+            global_size,
+            local_size,
+            mode.to_vec(),
+        ));
+        Ok(log.iter().filter(|e| e.0 && e.1 == id).count() as i64)
+    }
+
+    fn job_end(&self, _ctx: &Creds, id: u32) -> CallResult {
+        let mut log = self.log.borrow_mut();
+        if !log.iter().any(|e| e.0 && e.1 == id) {
+            return Err(2); // ENOENT
+        }
+        log.push((false, id, Vec::new(), Vec::new(), 0, 0, Vec::new()));
+        Ok(0)
+    }
+}
+
 struct Loopback {
+    job: JobSrv,
     ztest: Ztest,
     unix: UnixSrv,
     /// Bytes of the ION's reply buffer (arguments only).
@@ -564,6 +611,7 @@ struct Loopback {
 impl Loopback {
     fn new() -> Self {
         Self {
+            job: JobSrv::default(),
             ztest: Ztest::default(),
             unix: UnixSrv::default(),
             reply_cap: 64 << 10,
@@ -592,6 +640,7 @@ impl Loopback {
         let r = match h.plugin {
             ztest::ID => ztest::dispatch(&self.ztest, &ctx, h.function, args, &mut reply),
             unix::ID => unix::dispatch(&self.unix, &ctx, h.function, args, &mut reply),
+            job::ID => job::dispatch(&self.job, &ctx, h.function, args, &mut reply),
             _ => Err(DispatchError::UnknownFunction),
         };
         let (len, errno) = match r {
@@ -973,6 +1022,41 @@ fn unix_round_trips() {
 }
 
 #[test]
+fn job_round_trips() {
+    let t = Loopback::new();
+    assert_eq!(job::ID, 3);
+    assert_eq!(job::client::job_end(&t, 7), Err(CallError::Errno(2))); // ENOENT
+    assert_eq!(
+        job::client::job_start(&t, 7, b"/bin/app", b"-n 4", 8, 4, b"SMP"),
+        Ok(1)
+    );
+    assert_eq!(
+        job::client::job_start(&t, 7, b"/bin/app", b"", 8, 4, b"VN"),
+        Ok(2)
+    );
+    assert_eq!(job::client::job_end(&t, 7), Ok(0));
+    let log = t.job.log.borrow();
+    assert_eq!(
+        log[0],
+        (
+            true,
+            7,
+            b"/bin/app".to_vec(),
+            b"-n 4".to_vec(),
+            8,
+            4,
+            b"SMP".to_vec()
+        )
+    );
+    assert_eq!(log.len(), 3);
+    // A NUL in a string never leaves the CN.
+    assert!(matches!(
+        job::client::job_start(&t, 8, b"a\0b", b"", 1, 1, b""),
+        Err(CallError::Marshal(MarshalError::BadString))
+    ));
+}
+
+#[test]
 fn unknown_plugin_and_function() {
     let t = Loopback::new();
     // A transport can call anything; the ION answers ENOSYS.
@@ -1322,7 +1406,7 @@ fn header_layout() {
     ] {
         assert_eq!(CallHeader::new(k, 1).reply_to(0, 0), None);
     }
-    for k in 1..=7 {
+    for k in 1..=12 {
         assert_eq!(MsgKind::from_u8(k).unwrap() as u8, k);
     }
 }
@@ -1335,7 +1419,7 @@ fn header_errors() {
     let mut x = b;
     x[0] = 2;
     assert_eq!(CallHeader::decode(&x), Err(WireError::BadVersion(2)));
-    for k in [0, 8, 0xff] {
+    for k in [0, 13, 0xff] {
         x = b;
         x[1] = k;
         assert_eq!(CallHeader::decode(&x), Err(WireError::BadKind(k)));

@@ -8,7 +8,8 @@
 //! * [`marshal`]: allocation-free encoding of arguments and results;
 //! * [`plugin`]: `zoid_plugin!`, which turns one interface declaration into
 //!   the ION's dispatcher and the CN's client stubs;
-//! * [`plugins`]: the interfaces (`ztest`, `unix`);
+//! * [`plugins`]: the interfaces (`ztest`, `unix`, `job`);
+//! * [`f2cn`]: file broadcast from the ION to its CNs;
 //! * [`sched`]: the ION's call scheduler (priority classes, per-CN limits);
 //! * [`errno`]: the errno values all of these report.
 //!
@@ -19,6 +20,7 @@
 pub mod errno;
 #[macro_use]
 pub mod marshal;
+pub mod f2cn;
 #[macro_use]
 pub mod plugin;
 pub mod plugins;

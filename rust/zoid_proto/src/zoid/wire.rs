@@ -34,6 +34,8 @@
 //! | `ProcessExit` | CN -> ION | the exited process's pid, `u32` ([`encode_u32_args`]) |
 //! | `Detach`      | CN -> ION | none                                  |
 //! | `Cancel`      | CN -> ION | the tag of the call to cancel, `u32`  |
+//! | `FileBegin`, `FileData`, `FileCommit`, `FileAbort` | ION -> CNs | file broadcast ([`super::f2cn`]; `tag`: transfer id) |
+//! | `FileAck`     | CN -> ION | [`super::f2cn::Ack`] (`errno`: result) |
 //!
 //! `tag` is chosen by the CN and echoed in the reply; `plugin` and
 //! `function` are echoed too.  `pid`, `uid`, `gid` (and the groups) are the
@@ -78,6 +80,16 @@ pub enum MsgKind {
     Detach = 6,
     /// The CN gave up waiting for a call: drop it if still queued.
     Cancel = 7,
+    /// f2cn: a file transfer starts ([`super::f2cn::Begin`]).
+    FileBegin = 8,
+    /// f2cn: one chunk of the file.
+    FileData = 9,
+    /// f2cn: every chunk was sent ([`super::f2cn::Commit`]).
+    FileCommit = 10,
+    /// f2cn: the ION gave the transfer up.
+    FileAbort = 11,
+    /// f2cn: a CN's answer ([`super::f2cn::Ack`]).
+    FileAck = 12,
 }
 
 impl MsgKind {
@@ -91,6 +103,11 @@ impl MsgKind {
             5 => Self::ProcessExit,
             6 => Self::Detach,
             7 => Self::Cancel,
+            8 => Self::FileBegin,
+            9 => Self::FileData,
+            10 => Self::FileCommit,
+            11 => Self::FileAbort,
+            12 => Self::FileAck,
             _ => return None,
         })
     }

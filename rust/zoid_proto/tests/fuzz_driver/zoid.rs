@@ -12,6 +12,7 @@
 
 use std::cell::{Cell, RefCell};
 use zoid_proto::zoid::errno;
+use zoid_proto::zoid::f2cn;
 use zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
 use zoid_proto::zoid::plugin::{
     decode_reply_args, encode_args, measure_args, out_len, CallError, CallResult, DispatchError,
@@ -72,6 +73,8 @@ pub struct ZoidStats {
     pub client_calls: usize,
     /// Of those, the ones that succeeded.
     pub client_ok: usize,
+    /// f2cn bodies that decoded.
+    pub f2cn_ok: usize,
 }
 
 /// A client stub call, replayed after the server ran.
@@ -694,7 +697,54 @@ fn message(stats: &mut ZoidStats, msg: &[u8], reply_size: usize) {
                 assert_eq!(wire::encode_u32_args(v)[..], args[..]);
             }
         }
-        MsgKind::Reply | MsgKind::Detach => {}
+        MsgKind::Reply | MsgKind::Detach | MsgKind::FileAbort => {}
+        MsgKind::FileBegin => {
+            if let Ok(b) = f2cn::Begin::decode(args) {
+                stats.f2cn_ok += 1;
+                // Canonical: re-encoding gives the same bytes.
+                let targets: Vec<u16> = b.targets().collect();
+                let mut again = vec![0u8; args.len()];
+                let mut e = Encoder::new(&mut again);
+                f2cn::Begin::encode(&mut e, b.plan, b.mode, &targets, b.path).unwrap();
+                assert_eq!(e.len(), args.len());
+                assert_eq!(again, args);
+                // A receiver fed chunks named by the rest of the body never
+                // marks a chunk twice or completes without every chunk.
+                let mut got = vec![0u64; b.plan.bitmap_words()];
+                let mut p = f2cn::Progress::new(b.plan, &mut got).unwrap();
+                for w in args.chunks(8).take(64) {
+                    let off = u64::from_be_bytes(w.try_into().unwrap_or([0; 8]));
+                    let off = off % (b.plan.size.max(1) + u64::from(b.plan.chunk));
+                    let len = b.plan.index_of(off, 0).map_or(1, |_| 0);
+                    let before = p.received();
+                    match p.data(&mut got, off, &args[..len.min(args.len())]) {
+                        Ok(_) => assert_eq!(p.received(), before + 1),
+                        Err(_) => assert_eq!(p.received(), before),
+                    }
+                    assert!(p.received() <= b.plan.chunks());
+                }
+            }
+        }
+        MsgKind::FileData => {
+            if f2cn::data_offset(args).is_ok() {
+                stats.f2cn_ok += 1;
+            }
+        }
+        MsgKind::FileCommit => {
+            let mut d = Decoder::new(args);
+            if let Ok(c) = d.get::<f2cn::Commit>() {
+                stats.f2cn_ok += 1;
+                let mut buf = [0u8; 16];
+                Encoder::new(&mut buf).put(&c).unwrap();
+                assert_eq!(buf[..], args[..16]);
+            }
+        }
+        MsgKind::FileAck => {
+            let mut d = Decoder::new(args);
+            if d.get::<f2cn::Ack>().is_ok() {
+                stats.f2cn_ok += 1;
+            }
+        }
     }
 }
 

@@ -7,6 +7,8 @@
 //! |----|---------|-------------------------------------------------|
 //! | 1  | `ztest` | tests and benchmarks of the call path           |
 //! | 2  | `unix`  | POSIX file calls                                |
+//! | 3  | `job`   | job start and end (the ION's job script)        |
 
+pub mod job;
 pub mod unix;
 pub mod ztest;

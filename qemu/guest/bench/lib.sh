@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers of the in-guest benchmark scripts (sourced by treenet.sh and
+# zoid.sh), in a 1 ION + 1 CN pset.
+#
+# IPv4 exists only for the benchmarks and only on the tree links: the ION's
+# link to CN k is 10.77.k.1/24, CN k is 10.77.k.2/24.  Links are found by
+# their MAC (qemu/pset mac(): 52:54:00:5a:<node id>:<link index>).
+TN=${TREENET_SYSFS:-/sys/kernel/treenet}   # overridable to test the scripts
+REPEAT=${REPEAT:-3}    # each measurement is the median of this many runs (TCG is noisy)
+ION_IP=10.77.1.1
+CN_IP=10.77.1.2
+failed=0
+
+say() { echo "bench: $*"; }
+die() { say "$*"; exit 1; }
+
+[ "$ZOID_CNS" = 1 ] || die "run me in a 1 ION + 1 CN pset (ZOID_CNS=$ZOID_CNS)"
+HAVE_TN=
+[ -e "$TN/selftest" ] && HAVE_TN=1
+
+# The netdevice whose MAC is $1.
+link_by_mac() {
+  for d in /sys/class/net/*; do
+    [ "$(cat "$d/address")" = "$1" ] && { basename "$d"; return 0; }
+  done
+  return 1
+}
+
+# addr <link> <ip/len>: give the link its address (and only this one).
+addr() {
+  ip addr flush dev "$1" && ip addr add "$2" dev "$1" && ip link set "$1" up ||
+    die "cannot set $2 on $1"
+  say "$1 $(cat "/sys/class/net/$1/address") $2"
+}
+
+# bench_addresses: this node's benchmark addresses.
+bench_addresses() {
+  if [ "$ZOID_ROLE" = ion ]; then
+    l=$(link_by_mac "52:54:00:5a:00:00") || die "no link to cn1"
+    addr "$l" "$ION_IP/24"
+  else
+    l=$(link_by_mac "52:54:00:5a:$(printf %02x "$ZOID_NODE_ID"):00") || die "no tree link"
+    addr "$l" "$CN_IP/24"
+  fi
+}
+
+# barrier <tag>: wait until the ION and every CN got here (treenet only; the
+# TCP clients retry their connection until the server listens).
+barrier() {
+  [ -n "$HAVE_TN" ] || return 0
+  echo "barrier $1 $ZOID_CNS" > "$TN/selftest" || die "treenet barrier $1 failed"
+}
+
+# field <name> <line>: the value of name=<value> in a result line.
+field() { echo "$2" | sed -n "s/.* $1=\([0-9][0-9]*\).*/\1/p"; }
+
+# fail <name> [why]: a measurement that did not work (why on one line).
+fail() { echo "BENCH-FAIL $1 $(echo "${2:-no output}" | tr '\n' ' ')"; failed=1; }
+
+# split <name:size:count>: sets $name, $size and $count from a SIZES entry.
+split() { name=${1%%:*}; size=${1#*:}; count=${size#*:}; size=${size%%:*}; }
+
+# value <tput|rtt> <result line>: Mbit/s of an "ok op=... bytes= ns=" line
+# ($size x $count bytes), or the round trip in us of one with rtt_ns=;
+# fails on anything else.
+value() {
+  case "$1:$2" in
+    "tput:ok op="*)
+      bytes=$(field bytes "$2"); ns=$(field ns "$2")
+      [ "$bytes" = $((size * count)) ] && [ -n "$ns" ] && [ "$ns" -gt 0 ] || return 1
+      awk -v b="$bytes" -v ns="$ns" 'BEGIN { printf "%.1f", b * 8000 / ns }' ;;
+    "rtt:ok op="*)
+      rtt=$(field rtt_ns "$2")
+      [ -n "$rtt" ] || return 1
+      awk -v r="$rtt" 'BEGIN { printf "%.1f", r / 1000 }' ;;
+    *) return 1 ;;
+  esac
+}
+
+# measure <name> <tput|rtt> <command...>: runs the command REPEAT times and
+# prints "BENCH <name> <median>" (the runs on a "bench:" line before it).
+measure() {
+  m=$1 kind=$2 runs= i=0
+  shift 2
+  while [ "$i" -lt "$REPEAT" ]; do
+    out=$("$@" 2>&1)
+    v=$(value "$kind" "$out") || { fail "$m" "$out"; return; }
+    runs="$runs $v" i=$((i + 1))
+  done
+  say "$m runs:$runs"
+  echo "BENCH $m $(echo $runs | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
+}

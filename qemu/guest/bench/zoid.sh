@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# bench-zoid, the in-guest half (scripts/bench-zoid.sh runs it on both nodes
+# of a 1 ION + 1 CN pset): forwarded calls through zoid (/dev/zoid on the CN,
+# ION kernel threads) against the same calls through a user-space forwarder
+# over TCP (zoidbench's server on the ION, in CIOD's role), between the same
+# two VMs over the same virtio link.
+#
+# The CN runs every measurement; the ION exports a tmpfs directory to zoid's
+# unix plug-in and runs the TCP forwarder on another one (both write and
+# read the file zoidbench.dat there).  The CN prints (medians of REPEAT runs):
+#   BENCH <fwd>_null_rtt_us <microseconds per null call>
+#   BENCH <fwd>_write_<size>_mbps / <fwd>_read_<size>_mbps <Mbit/s>
+# where <fwd> is zoid or tcp and <size> 4k 64k 256k 1m 4m.
+BIN=${ZOIDBENCH:-/zoid/bench/zoidbench}
+PORT=5202
+Z=/sys/kernel/zoid
+# name:size:count -- 8 MiB for 4k, 32 MiB for the others.
+SIZES="4k:4096:2048 64k:65536:512 256k:262144:128 1m:1048576:32 4m:4194304:8"
+NULL_COUNT=2000
+. "$(dirname "$0")/lib.sh"
+[ -x "$BIN" ] || die "no zoidbench at $BIN"
+[ -d "$Z" ] || die "zoid is not loaded"
+bench_addresses
+
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p /tmp/export /tmp/fwd
+  chmod 1777 /tmp/export          # CN root is squashed to 65534
+  echo /tmp/export > $Z/export || die "cannot set the export"
+  "$BIN" server "$PORT" "$ION_IP" /tmp/fwd &
+  server=$!
+  barrier 1                      # export and forwarder ready
+  barrier 2                      # the CN is done
+  wait "$server" || die "forwarder failed"
+  say "zoid on the ION: $(awk '$1 == "calls_done" || $1 == "calls_inline" { printf "%s ", $0 }' $Z/stats)"
+  exit 0
+fi
+
+barrier 1
+TCP="tcp:$ION_IP:$PORT"
+# Warm-up: ARP, attach, the files' pages.
+"$BIN" null zoid 20 > /dev/null || fail zoid_warmup "$("$BIN" null zoid 1 2>&1)"
+"$BIN" null "$TCP" 20 > /dev/null || fail tcp_warmup
+for fwd in zoid tcp; do
+  t=$fwd; [ "$fwd" = tcp ] && t=$TCP
+  count=$NULL_COUNT
+  measure "${fwd}_null_rtt_us" rtt "$BIN" null "$t" "$NULL_COUNT"
+  for s in $SIZES; do
+    split "$s"
+    measure "${fwd}_write_${name}_mbps" tput "$BIN" write "$t" "$size" "$count"
+    measure "${fwd}_read_${name}_mbps" tput "$BIN" read "$t" "$size" "$count"
+  done
+done
+"$BIN" quit "$TCP" || fail tcp_quit "cannot stop the forwarder"
+barrier 2
+exit "$failed"
