@@ -269,7 +269,7 @@ impl F2cn {
                 }
             }
             None => {
-                if let Some(&n) = self.down.lock().first() {
+                if let Some(n) = self.first_down() {
                     return Err((n, EHOSTDOWN));
                 }
                 t = treenet::nodes_below().map_err(|e| (NO_NODE, e))?;
@@ -415,8 +415,10 @@ impl F2cn {
         {
             let mut d = self.down.lock();
             d.retain(|n| *n != node);
-            // Only an ION keeps the list: its CNs are the nodes below it.
-            if !up && treenet::ion().ok() == treenet::node_id().ok() {
+            // Only an ION keeps the list (its CNs are the nodes below it),
+            // and never with itself (its loopback link's peer).
+            let me = treenet::node_id().ok();
+            if !up && treenet::ion().ok() == me && Some(node) != me {
                 let _ = d.push(node, GFP_ATOMIC);
             }
         }
@@ -434,8 +436,22 @@ impl F2cn {
         self.down.lock().retain(|n| node.is_some_and(|x| x != *n));
     }
 
+    /// Drops from the down list the CNs treenet reaches below this ION now
+    /// (a neighbour that went down takes the nodes it listed below it
+    /// along, though they may still be reached over their own links).
+    fn prune_down(&self) {
+        self.down.lock().retain(|n| !treenet::is_below(*n));
+    }
+
+    /// The first CN known to be down, if any.
+    fn first_down(&self) -> Option<u16> {
+        self.prune_down();
+        self.down.lock().first().copied()
+    }
+
     /// Calls `f` with each CN known to be down.
     pub(crate) fn for_each_down(&self, mut f: impl FnMut(u16) -> Result) -> Result {
+        self.prune_down();
         for &n in self.down.lock().iter() {
             f(n)?;
         }
