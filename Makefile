@@ -9,7 +9,7 @@
 #   make setup                       install prerequisites (Debian packages, rust-src, bindgen)
 #   make kernel  [ZOID_ARCH=..] [FLAVOR=..]   build/reuse a cached kernel, print its KDIR
 #   make modules [ZOID_ARCH=..] [FLAVOR=..] [KDIR=..] [CLIPPY=1]
-#                                    build the four .ko (into out/<arch>-<flavor>/)
+#                                    build the .ko files (into out/<arch>-<flavor>/)
 #   make host-test                   cargo test of the no_std protocol crate
 #   make fmt                         rustfmt every Rust file
 #   make bench-treenet               treenet vs TCP between 2 VMs (x86_64 release pset),

@@ -22,9 +22,9 @@ cp "$repo/qemu/guest/init" "$stage/init"
 cp "$repo/qemu/guest/tests/run" "$repo/qemu/guest/tests/treenet-up" "$repo/qemu/guest/tests/treenet-lib.sh" \
   "$repo"/qemu/guest/tests/[0-9]*.sh "$stage/zoid/tests/"
 : > "$stage/lib/zoid/load-order"
-while read -r name dir; do
+while read -r name dir flags; do
   cp "$mods/$dir/$name.ko" "$stage/lib/zoid/"
-  echo "$name" >> "$stage/lib/zoid/load-order"
+  [ "$flags" = extra ] || echo "$name" >> "$stage/lib/zoid/load-order"
 done < <(zoid_modules)
 # The suite version the modules must report (source of truth: zoid_proto).
 sed -n 's/.*SUITE_VERSION: Version = Version::new(\([0-9]*\), \([0-9]*\), \([0-9]*\)).*/\1.\2.\3/p' \

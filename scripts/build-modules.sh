@@ -44,7 +44,7 @@ if ! kmake -C "$kdir" M="$repo" MO="$out" W=e ${CLIPPY:+CLIPPY=1} -j"$(nproc)" m
   echo "build-modules: failed (full log: $log)" >&2
   exit 1
 fi
-while read -r name dir; do
+while read -r name dir _; do
   [ -f "$out/$dir/$name.ko" ] || { echo "build-modules: $dir/$name.ko missing" >&2; exit 1; }
 done < <(zoid_modules)
 echo "$out"

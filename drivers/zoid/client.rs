@@ -120,7 +120,7 @@ impl Client {
                         g.epoch = g.epoch.wrapping_add(1);
                     }
                 } else if hdr.errno != 0 {
-                    pr_warn!("zoid: ION {src} refused attach: errno {}\n", hdr.errno);
+                    pr_warn!("ION {src} refused attach: errno {}\n", hdr.errno);
                 }
                 g.attaching = false;
                 drop(g);

@@ -10,14 +10,17 @@
 //! plug-ins are active is visible and switchable through
 //! `/sys/kernel/zoid/modules` (ZOID's `ZOID_MODULES`).
 
+use crate::stats::Stats;
 use crate::zoid_kernel::cred::Creds;
-use crate::zoid_proto::zoid::plugin::{DispatchError, Reply};
+use crate::zoid_proto::zoid::plugin::{ret_reply, CallResult, DispatchError, Reply, REPLY_RET_LEN};
 use crate::zoid_proto::zoid::sched::Priority;
+use crate::zoid_proto::zoid::wire::{CallHeader, FLAG_ASYNC_NOREPLY, HEADER_LEN};
+use core::cell::Cell;
 use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
 use kernel::sync::{Arc, Mutex};
 
 /// Who called: the implementation API's view of a forwarded call.
-#[derive(Clone, Copy)]
 pub(crate) struct Caller {
     /// The CN's node id.
     pub(crate) node: u16,
@@ -26,6 +29,126 @@ pub(crate) struct Caller {
     pub(crate) creds: Creds,
     /// The call's tag (unique among the CN's calls in flight).
     pub(crate) tag: u32,
+    /// The request's header, which a deferred reply echoes.
+    call: CallHeader,
+    /// Whether the function's reply is `ret` alone, so it may be deferred.
+    deferrable: bool,
+    /// Set by [`Caller::defer`]: the worker sends no reply.
+    deferred: Cell<bool>,
+    stats: Arc<Stats>,
+}
+
+impl Caller {
+    /// The caller of the call `call` from `node`; `deferrable` says whether
+    /// the function's reply is `ret` alone (the declaration's
+    /// `reply_is_ret_only`).
+    pub(crate) fn new(
+        node: u16,
+        creds: Creds,
+        call: &CallHeader,
+        deferrable: bool,
+        stats: Arc<Stats>,
+    ) -> Self {
+        Self {
+            node,
+            creds,
+            tag: call.tag,
+            call: *call,
+            deferrable,
+            deferred: Cell::new(false),
+            stats,
+        }
+    }
+
+    /// Takes the reply over: the worker returns without answering (what the
+    /// server function returns is ignored) and the caller waits until the
+    /// returned [`Deferred`] answers, from any thread.  The worker is free
+    /// meanwhile, so a call that waits for an event should defer rather
+    /// than sleep.  Only functions whose reply is `ret` alone can be
+    /// deferred (`EINVAL` otherwise); a call defers once (`EBUSY`).
+    pub(crate) fn defer(&self) -> Result<Deferred> {
+        if !self.deferrable {
+            return Err(EINVAL);
+        }
+        if self.deferred.replace(true) {
+            return Err(EBUSY);
+        }
+        self.stats.c.calls_deferred.fetch_add(1, Relaxed);
+        Ok(Deferred {
+            node: self.node,
+            call: self.call,
+            stats: self.stats.clone(),
+            answered: false,
+        })
+    }
+
+    /// Whether the call was deferred.
+    pub(crate) fn is_deferred(&self) -> bool {
+        self.deferred.get()
+    }
+}
+
+/// The reply of a deferred call ([`Caller::defer`]).  Dropping it
+/// unanswered answers `ECANCELED`, so a caller never waits on a reply a
+/// plug-in forgot.  Answering may sleep (treenet flow control): never
+/// answer or drop one under a spinlock.
+pub(crate) struct Deferred {
+    node: u16,
+    call: CallHeader,
+    stats: Arc<Stats>,
+    answered: bool,
+}
+
+impl Deferred {
+    /// The calling CN.
+    pub(crate) fn node(&self) -> u16 {
+        self.node
+    }
+
+    /// The calling process on that CN.
+    pub(crate) fn pid(&self) -> u32 {
+        self.call.pid
+    }
+
+    /// Answers the call with `result` (`Ok(ret)` or `Err(positive errno)`).
+    /// Fails if treenet cannot send (the CN is gone, for instance).
+    pub(crate) fn reply(mut self, result: CallResult) -> Result {
+        self.answer(result)
+    }
+
+    fn answer(&mut self, result: CallResult) -> Result {
+        self.answered = true;
+        if self.call.flags & FLAG_ASYNC_NOREPLY != 0 {
+            return Ok(());
+        }
+        let mut msg = [0u8; HEADER_LEN + REPLY_RET_LEN];
+        let (head, body) = msg.split_at_mut(HEADER_LEN);
+        let r = ret_reply(result, body).map_err(|_| EINVAL)?;
+        head.copy_from_slice(&crate::server::reply_header(&self.call, r.errno, r.len));
+        let c = &self.stats.c;
+        let sent =
+            crate::treenet::send(crate::CHANNEL, self.node, &msg[..HEADER_LEN + r.len], true);
+        match sent {
+            Ok(()) => {
+                c.deferred_replies.fetch_add(1, Relaxed);
+                c.msgs_sent.fetch_add(1, Relaxed);
+                c.bytes_sent.fetch_add((HEADER_LEN + r.len) as u64, Relaxed);
+            }
+            Err(_) => {
+                c.reply_send_failed.fetch_add(1, Relaxed);
+            }
+        }
+        sent
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.stats.c.deferred_cancelled.fetch_add(1, Relaxed);
+            let _ = self.answer(Err(-ECANCELED.to_errno()));
+        }
+    }
 }
 
 /// Implements [`Plugin`] for `$ty`, the server of the interface declared in
@@ -38,12 +161,22 @@ macro_rules! declared_plugin {
                 $decl::ID
             }
 
-            fn name(&self) -> &'static str {
+            fn name(&self) -> &str {
                 $decl::NAME
             }
 
-            fn functions(&self) -> &'static [(u16, &'static str)] {
-                $decl::FUNCTIONS
+            fn for_each_function(
+                &self,
+                f: &mut dyn FnMut(u16, &str) -> kernel::error::Result,
+            ) -> kernel::error::Result {
+                for &(id, name) in $decl::FUNCTIONS {
+                    f(id, name)?;
+                }
+                Ok(())
+            }
+
+            fn reply_is_ret_only(&self, function: u16) -> bool {
+                $decl::reply_is_ret_only(function)
             }
 
             fn dispatch(
@@ -70,9 +203,13 @@ pub(crate) trait Plugin: Send + Sync {
     /// Its id (unique; a collision fails registration).
     fn id(&self) -> u16;
     /// Its name, as `/sys/kernel/zoid/modules` shows it.
-    fn name(&self) -> &'static str;
-    /// `(function id, name)` of every function.
-    fn functions(&self) -> &'static [(u16, &'static str)];
+    fn name(&self) -> &str;
+    /// Calls `f(function id, name)` for every function.
+    fn for_each_function(&self, f: &mut dyn FnMut(u16, &str) -> Result) -> Result;
+    /// Whether `function`'s reply is `ret` alone (it may be deferred).
+    fn reply_is_ret_only(&self, _function: u16) -> bool {
+        false
+    }
     /// Decodes `args`, runs `function` for `caller` and lays its results out
     /// in `reply`.
     fn dispatch(
@@ -128,7 +265,7 @@ impl Registry {
             .find(|e| e.plugin.id() == plugin.id() || e.plugin.name() == plugin.name())
         {
             pr_err!(
-                "zoid: plug-in {} (id {}) collides with registered plug-in {} (id {})\n",
+                "plug-in {} (id {}) collides with registered plug-in {} (id {})\n",
                 plugin.name(),
                 plugin.id(),
                 e.plugin.name(),
@@ -137,7 +274,7 @@ impl Registry {
             return Err(EEXIST);
         }
         pr_info!(
-            "zoid: plug-in {} (id {}) registered\n",
+            "plug-in {} (id {}) registered\n",
             plugin.name(),
             plugin.id()
         );
@@ -149,6 +286,13 @@ impl Registry {
             GFP_KERNEL,
         )?;
         Ok(())
+    }
+
+    /// Removes the plug-in with `id` (calls already queued for it keep
+    /// their reference and still run).
+    pub(crate) fn unregister(&self, id: u16) {
+        let mut g = self.entries.lock();
+        g.retain(|e| e.plugin.id() != id);
     }
 
     /// The enabled plug-in with `id`.

@@ -163,7 +163,7 @@ fn pos(e: Error) -> i32 {
 
 /// A reply under construction: the header room followed by the plug-in's
 /// results, so the whole message is sent from one buffer.
-fn reply_header(hdr: &CallHeader, errno: i32, arg_len: usize) -> [u8; CALL_HEADER_LEN] {
+pub(crate) fn reply_header(hdr: &CallHeader, errno: i32, arg_len: usize) -> [u8; CALL_HEADER_LEN] {
     let mut out = [0u8; CALL_HEADER_LEN];
     CallHeader {
         kind: MsgKind::Reply,
@@ -354,11 +354,13 @@ impl ServerCore {
                 }
                 let at = buf.len() - args.len();
                 (
-                    Caller {
-                        node: src,
+                    Caller::new(
+                        src,
                         creds,
-                        tag: h.tag,
-                    },
+                        &h,
+                        plugin.reply_is_ret_only(h.function),
+                        self.stats.clone(),
+                    ),
                     at,
                 )
             }
@@ -502,7 +504,7 @@ fn run_call(
         .record_ns(now_ns().saturating_sub(start));
     core.stats.c.calls_done.fetch_add(1, Relaxed);
     core.stats.calls.count(hdr.plugin, hdr.function);
-    if hdr.flags & FLAG_ASYNC_NOREPLY != 0 {
+    if hdr.flags & FLAG_ASYNC_NOREPLY != 0 || caller.is_deferred() {
         return;
     }
     let head = reply_header(hdr, errno, len);

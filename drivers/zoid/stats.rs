@@ -27,6 +27,9 @@ counters! {
         enosys: "Calls refused with ENOSYS (no such plug-in or function).",
         busy: "ION: calls refused with EAGAIN (queue or per-CN cap full).",
         dispatch_errors: "ION: calls refused by argument checks.",
+        calls_deferred: "ION: calls a plug-in answers later (deferred replies).",
+        deferred_replies: "ION: deferred replies sent.",
+        deferred_cancelled: "ION: deferred calls a plug-in dropped (answered ECANCELED).",
         errors_sent: "ION: error replies sent.",
         reply_send_failed: "ION: replies treenet could not send.",
         dropped_nomem: "Messages dropped for lack of memory.",
@@ -81,14 +84,17 @@ impl Histogram {
     }
 }
 
-/// Calls per (plug-in, function) slot: plug-in ids below `PLUGIN_SLOTS`,
-/// functions below `FUNCTION_SLOTS` (others are counted together).
+/// Calls per (plug-in, function) slot: the first `PLUGIN_SLOTS` plug-ins
+/// called each get a slot (claimed by id at their first call, whatever the
+/// id), functions below `FUNCTION_SLOTS` (others are counted together).
 pub(crate) const PLUGIN_SLOTS: usize = 8;
 /// See [`PLUGIN_SLOTS`].
 pub(crate) const FUNCTION_SLOTS: usize = 32;
 
-/// Statistics beyond the plain counters.
+/// Calls per plug-in function.
 pub(crate) struct CallCounts {
+    /// Plug-in id + 1 owning each slot (0: free; claimed in order).
+    ids: [Atomic<u32>; PLUGIN_SLOTS],
     per_function: [[Atomic<u64>; FUNCTION_SLOTS]; PLUGIN_SLOTS],
     other: Atomic<u64>,
 }
@@ -97,17 +103,35 @@ impl CallCounts {
     /// All zero.
     pub(crate) fn new() -> Self {
         Self {
+            ids: [const { Atomic::new(0) }; PLUGIN_SLOTS],
             per_function: [const { [const { Atomic::new(0) }; FUNCTION_SLOTS] }; PLUGIN_SLOTS],
             other: Atomic::new(0),
         }
     }
 
+    /// The slot of `plugin`, claiming a free one with `claim`.
+    fn slot(&self, plugin: u16, claim: bool) -> Option<usize> {
+        let want = u32::from(plugin) + 1;
+        for (i, s) in self.ids.iter().enumerate() {
+            match s.load(Relaxed) {
+                v if v == want => return Some(i),
+                0 if !claim => return None,
+                0 => match s.cmpxchg(0, want, Relaxed) {
+                    Ok(_) => return Some(i),
+                    Err(v) if v == want => return Some(i),
+                    Err(_) => {}
+                },
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// Counts one call of `function` of `plugin`.
     pub(crate) fn count(&self, plugin: u16, function: u16) {
         match self
-            .per_function
-            .get(plugin as usize)
-            .and_then(|p| p.get(function as usize))
+            .slot(plugin, true)
+            .and_then(|p| self.per_function[p].get(function as usize))
         {
             Some(c) => c.fetch_add(1, Relaxed),
             None => self.other.fetch_add(1, Relaxed),
@@ -116,9 +140,8 @@ impl CallCounts {
 
     /// Calls of `function` of `plugin` (0 when outside the slots).
     pub(crate) fn get(&self, plugin: u16, function: u16) -> u64 {
-        self.per_function
-            .get(plugin as usize)
-            .and_then(|p| p.get(function as usize))
+        self.slot(plugin, false)
+            .and_then(|p| self.per_function[p].get(function as usize))
             .map_or(0, |c| c.load(Relaxed))
     }
 

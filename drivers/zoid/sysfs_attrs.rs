@@ -7,6 +7,7 @@ use crate::plugin::parse_modules_command;
 use crate::server::MAX_WORKERS;
 use crate::zoid_kernel::sysfs::{self, Attribute, SysfsWriter};
 use crate::zoid_kernel::time::U64;
+use crate::zoid_proto::zoid::idmap::IdKind;
 use crate::ZoidState as Ctx;
 use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
@@ -135,13 +136,13 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
 /// `calls`: calls executed here per plug-in function, `plugin.function n`.
 fn show_calls(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     c.plugins.for_each(|p, _| {
-        for &(f, name) in p.functions() {
+        p.for_each_function(&mut |f, name| {
             let n = c.stats.calls.get(p.id(), f);
             if n != 0 {
                 writeln!(w, "{}.{} {}", p.name(), name, U64(n))?;
             }
-        }
-        Ok(())
+            Ok(())
+        })
     })?;
     let other = c.stats.calls.other();
     if other != 0 {
@@ -176,6 +177,28 @@ fn show_attached(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
 /// `attach` (write anything): attach to the ION now.
 fn store_attach(c: &Ctx, _input: &[u8]) -> Result {
     c.client.attach_now()
+}
+
+/// `idmap`: uid/gid ranges, CN to ION, then the policy for unmapped ids
+/// (`zoid_proto::zoid::idmap` documents the commands).
+fn show_idmap(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.unix.with_idmap(|m| {
+        for (kind, name) in [(IdKind::Uid, "uid"), (IdKind::Gid, "gid")] {
+            for r in m.ranges(kind) {
+                writeln!(w, "{} {} {} {}", name, r.cn, r.ion, r.count)?;
+            }
+        }
+        let policy = if m.squash_unmapped() {
+            "squash"
+        } else {
+            "pass"
+        };
+        writeln!(w, "unmapped {}", policy)
+    })
+}
+
+fn store_idmap(c: &Ctx, input: &[u8]) -> Result {
+    c.unix.update_idmap(input)
 }
 
 /// `export`: the directory the `unix` plug-in serves (write a path; an
@@ -263,7 +286,7 @@ fn store_f2cn(c: &Ctx, input: &[u8]) -> Result {
     Ok(())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 23] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 24] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -283,6 +306,7 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 23] = [
     Attribute::ro(c"queue_cap", show_queue_cap),
     Attribute::rw(c"export", show_export, store_export),
     Attribute::rw(c"root_squash", show_root_squash, store_root_squash),
+    Attribute::rw(c"idmap", show_idmap, store_idmap),
     Attribute::ro(c"open_files", show_open_files),
     Attribute::rw(c"job_script", show_job_script, store_job_script),
     Attribute::ro(c"jobs", show_jobs),

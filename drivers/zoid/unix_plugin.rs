@@ -4,10 +4,12 @@
 //! by ION workers through the kernel VFS under the exported directory
 //! (`/sys/kernel/zoid/export`), with the caller's credentials.
 //!
-//! - Identity: the caller's uid, gid and groups as the CN sent them, except
-//!   that with `root_squash` (on by default) uid 0 becomes `anon_uid` and
-//!   gid 0 `anon_gid` (65534), as NFS does.  Only an unsquashed root keeps
-//!   capabilities.
+//! - Identity: the caller's uid, gid and groups as the CN sent them, mapped
+//!   through `/sys/kernel/zoid/idmap` (ranges; ids no range covers pass
+//!   through, or become 65534 with `unmapped squash`), and with
+//!   `root_squash` (on by default) an unmapped uid 0 becomes 65534
+//!   (nobody) and gid 0 65534 (nogroup), as NFS does.  Only a caller that
+//!   ends up as uid 0 keeps capabilities.  See `zoid_proto::zoid::idmap`.
 //! - Confinement: paths resolve with the export as root (see
 //!   `rust/zoid_kernel/vfs.rs`); `..` components are refused.
 //! - Descriptors: per CN process (node, pid), numbered from 3, at most
@@ -17,7 +19,9 @@
 //!   this kernel's (powerpc numbers four of them differently).
 
 use crate::plugin::{declared_plugin, Caller};
+use crate::zoid_kernel::cred::MAX_GROUPS;
 use crate::zoid_kernel::vfs::{CPath, Creds, Export, File, Stat as VfsStat};
+use crate::zoid_proto::zoid::idmap::{IdKind, IdMap, IdMapError};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{self, oflag, Stat, AT_FDCWD};
 use kernel::bindings;
@@ -29,8 +33,6 @@ use kernel::sync::{Arc, Mutex};
 pub(crate) const MAX_FDS: usize = 1024;
 /// First descriptor number handed out.
 const FIRST_FD: i32 = 3;
-/// The squashed identity (nobody/nogroup).
-const ANON_ID: u32 = 65534;
 
 struct OpenFile {
     node: u16,
@@ -46,8 +48,12 @@ pub(crate) struct Unix {
     export: Mutex<Option<(Arc<Export>, KVec<u8>)>>,
     #[pin]
     files: Mutex<KVec<OpenFile>>,
-    /// 1: uid/gid 0 become `ANON_ID` (default); 0: root stays root.
+    /// 1: an unmapped uid/gid 0 becomes 65534 (default); 0: root stays
+    /// root.
     pub(crate) root_squash: Atomic<u32>,
+    /// CN ids to ION ids.
+    #[pin]
+    idmap: Mutex<IdMap>,
 }
 
 fn errno(e: Error) -> i32 {
@@ -129,6 +135,7 @@ impl Unix {
             export <- kernel::new_mutex!(None, "zoid::unix::export"),
             files <- kernel::new_mutex!(KVec::new(), "zoid::unix::files"),
             root_squash: Atomic::new(1),
+            idmap <- kernel::new_mutex!(IdMap::new(), "zoid::unix::idmap"),
         })
     }
 
@@ -161,6 +168,23 @@ impl Unix {
         }
     }
 
+    /// Applies `/sys/kernel/zoid/idmap` commands (all or none).  Calls
+    /// that follow run as the new mapping; open descriptors keep the
+    /// identity they were opened with.
+    pub(crate) fn update_idmap(&self, input: &[u8]) -> Result {
+        self.idmap.lock().apply(input).map_err(|e| match e {
+            IdMapError::Invalid => EINVAL,
+            IdMapError::Overlap => EEXIST,
+            IdMapError::Full => ENOSPC,
+            IdMapError::NotFound => ENOENT,
+        })
+    }
+
+    /// Calls `f` with the current mapping.
+    pub(crate) fn with_idmap(&self, f: impl FnOnce(&IdMap) -> Result) -> Result {
+        f(&self.idmap.lock())
+    }
+
     /// Descriptors open now.
     pub(crate) fn open_files(&self) -> usize {
         self.files.lock().len()
@@ -178,9 +202,19 @@ impl Unix {
     fn as_caller(&self, ctx: &Caller, f: impl FnOnce(&Export) -> CallResult) -> CallResult {
         let export = self.export()?;
         let squash = self.root_squash.load(Relaxed) != 0;
-        let map = |id: u32| if squash && id == 0 { ANON_ID } else { id };
         let c = &ctx.creds;
-        let creds = Creds::new(map(c.uid), map(c.gid), c.groups()).map_err(errno)?;
+        let mut groups = [0u32; MAX_GROUPS];
+        let (uid, gid) = {
+            let m = self.idmap.lock();
+            for (g, &cn) in groups.iter_mut().zip(c.groups()) {
+                *g = m.map(IdKind::Gid, cn, squash);
+            }
+            (
+                m.map(IdKind::Uid, c.uid, squash),
+                m.map(IdKind::Gid, c.gid, squash),
+            )
+        };
+        let creds = Creds::new(uid, gid, &groups[..c.groups().len()]).map_err(errno)?;
         creds.run(|| f(&export))
     }
 
@@ -252,12 +286,20 @@ impl unix::Server for Unix {
     }
 
     fn openat(&self, ctx: &Caller, dirfd: i32, path: &[u8], flags: u32, mode: u32) -> CallResult {
-        // Paths are relative to the export root; other directory
-        // descriptors are not supported yet.
-        if dirfd != AT_FDCWD && !path.starts_with(b"/") {
-            return Err(errno(EOPNOTSUPP));
+        // Absolute paths and AT_FDCWD start at the export root (the CN
+        // process's working directory there is the root).
+        if dirfd == AT_FDCWD || path.starts_with(b"/") {
+            return self.open_at(ctx, path, flags, mode);
         }
-        self.open_at(ctx, path, flags, mode)
+        let kflags = kernel_oflags(flags)?;
+        let cpath = CPath::new(path).map_err(errno)?;
+        let dir = self.file(ctx, dirfd)?;
+        self.as_caller(ctx, |_| {
+            let f = dir
+                .open_below(&cpath, kflags, mode & 0o7777)
+                .map_err(errno)?;
+            self.install(ctx, f)
+        })
     }
 
     fn close(&self, ctx: &Caller, fd: i32) -> CallResult {

@@ -15,9 +15,11 @@ use kernel::sync::Arc;
 
 mod client;
 mod devzoid;
+mod extern_plugin;
 mod f2cn;
 mod job_plugin;
 mod plugin;
+mod plugin_abi;
 mod server;
 mod stats;
 mod sysfs_attrs;
@@ -118,6 +120,8 @@ struct Zoid {
 impl kernel::InPlaceModule for Zoid {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         devzoid::init_slot();
+        extern_plugin::init_slot();
+        extern_plugin::init_list();
         try_pin_init!(Self {
             sysfs: None,
             misc <- kernel::miscdevice::MiscDeviceRegistration::register(
@@ -141,7 +145,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     let treenet = treenet::attach()?;
     let stats = Arc::new(Stats::new(), GFP_KERNEL)?;
     let plugins = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
-    plugins.register(Arc::new(ztest_plugin::Ztest, GFP_KERNEL)?)?;
+    plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
     let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
     plugins.register(unix.clone())?;
     let job = Arc::pin_init(job_plugin::Job::new(), GFP_KERNEL)?;
@@ -159,6 +163,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     )?;
     let channel = treenet::Channel::register(CHANNEL, net)?;
     devzoid::publish(Some((client.clone(), f2cn.clone())));
+    extern_plugin::publish(Some(plugins.clone()));
     let state = Arc::new(
         ZoidState {
             treenet,
@@ -187,6 +192,7 @@ impl PinnedDrop for Zoid {
         let this = unsafe { self.get_unchecked_mut() };
         this.sysfs.take();
         devzoid::publish(None);
+        extern_plugin::publish(None);
         // No callback runs once the channel is gone; the server's threads
         // stop when its last reference (held by the handler) drops.
         this.channel.take();
@@ -287,18 +293,24 @@ mod marshal_tests {
             reply
                 .resize(4096, 0u8, GFP_KERNEL)
                 .map_err(|_| CallError::Transport(12))?;
-            let caller = Caller {
-                node: 1,
-                creds: Creds {
-                    pid: 1,
-                    uid: 0,
-                    gid: 0,
-                    groups: [0; MAX_GROUPS],
-                    ngroups: 0,
-                },
-                tag: 1,
+            let creds = Creds {
+                pid: 1,
+                uid: 0,
+                gid: 0,
+                groups: [0; MAX_GROUPS],
+                ngroups: 0,
             };
-            let r = ztest::dispatch(&ztest_plugin::Ztest, &caller, function, &args, &mut reply)
+            let stats = Arc::new(Stats::new(), GFP_KERNEL).map_err(|_| CallError::Transport(12))?;
+            let hdr = CallHeader {
+                plugin,
+                function,
+                ..CallHeader::new(MsgKind::Call, 1)
+            };
+            let ret_only = ztest::reply_is_ret_only(function);
+            let caller = Caller::new(1, creds, &hdr, ret_only, stats);
+            let srv = KBox::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)
+                .map_err(|_| CallError::Transport(12))?;
+            let r = ztest::dispatch(&*srv, &caller, function, &args, &mut reply)
                 .map_err(|e| CallError::Transport(e.errno()))?;
             if r.errno != 0 {
                 return Err(CallError::Errno(r.errno));

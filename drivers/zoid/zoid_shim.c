@@ -4,3 +4,8 @@
  * netdevice frames), module-local.
  */
 #include "../../rust/zoid_kernel/shim/all.c"
+
+/* The plug-in ABI (drivers/zoid/extern_plugin.rs implements it). */
+#include "zoid_plugin.h"
+EXPORT_SYMBOL_GPL(zoid_plugin_register);
+EXPORT_SYMBOL_GPL(zoid_plugin_unregister);

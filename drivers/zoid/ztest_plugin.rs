@@ -1,19 +1,68 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The built-in `ztest` plug-in: null calls, echoes and a call that blocks,
-//! for the tests and `make bench-zoid` (declared in
-//! `rust/zoid_proto/src/zoid/plugins/ztest.rs`).
+//! The built-in `ztest` plug-in: null calls, echoes, a call that blocks and
+//! one answered later (deferred), for the tests and `make bench-zoid`
+//! (declared in `rust/zoid_proto/src/zoid/plugins/ztest.rs`).
 
-use crate::plugin::{declared_plugin, Caller};
+use crate::plugin::{declared_plugin, Caller, Deferred};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::ztest;
 use kernel::bindings;
+use kernel::prelude::*;
+use kernel::sync::Mutex;
 
 /// Longest `sleep_ms` honoured (a test call must not pin a worker for long).
 const MAX_SLEEP_MS: u32 = 60_000;
 
+/// Calls that may wait in `rendezvous` at once.
+const MAX_WAITERS: usize = 64;
+
+/// A positive errno.
+fn pos(e: Error) -> i32 {
+    -e.to_errno()
+}
+
+/// A `rendezvous` call waiting for its partner.
+struct Waiter {
+    key: u32,
+    later: Deferred,
+}
+
 /// The `ztest` implementation.
-pub(crate) struct Ztest;
+#[pin_data]
+pub(crate) struct Ztest {
+    #[pin]
+    waiting: Mutex<KVec<Waiter>>,
+}
+
+impl Ztest {
+    /// No call waiting.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            waiting <- kernel::new_mutex!(KVec::new(), "zoid::ztest::waiting"),
+        })
+    }
+
+    /// Takes the waiters `gone` selects out of the list; they are answered
+    /// (`ECANCELED`, see [`Deferred`]) when the caller drops them, outside
+    /// the lock.
+    fn take_waiters(&self, gone: impl Fn(&Deferred) -> bool) -> KVec<Waiter> {
+        let mut waiting = self.waiting.lock();
+        let mut taken = KVec::new();
+        let mut i = 0;
+        while i < waiting.len() {
+            if gone(&waiting[i].later) {
+                if let Ok(w) = waiting.remove(i) {
+                    // Without memory the waiter is dropped (answered) here.
+                    let _ = taken.push(w, GFP_ATOMIC);
+                }
+            } else {
+                i += 1;
+            }
+        }
+        taken
+    }
+}
 
 impl ztest::Server for Ztest {
     type Ctx = Caller;
@@ -63,10 +112,38 @@ impl ztest::Server for Ztest {
     fn fail(&self, _ctx: &Caller, errno: i32) -> CallResult {
         Err(errno)
     }
+
+    fn rendezvous(&self, ctx: &Caller, key: u32) -> CallResult {
+        let mut waiting = self.waiting.lock();
+        if let Some(i) = waiting.iter().position(|w| w.key == key) {
+            let first = waiting.remove(i).map_err(|_| pos(EINVAL))?;
+            drop(waiting);
+            let partner = first.later.node();
+            // If the first caller is gone, this one still met it.
+            let _ = first.later.reply(Ok(i64::from(ctx.node)));
+            return Ok(i64::from(partner));
+        }
+        if waiting.len() >= MAX_WAITERS {
+            return Err(pos(EAGAIN));
+        }
+        waiting.reserve(1, GFP_KERNEL).map_err(|_| pos(ENOMEM))?;
+        let later = ctx.defer().map_err(pos)?;
+        // Cannot fail: room was reserved.
+        let _ = waiting.push(Waiter { key, later }, GFP_KERNEL);
+        Ok(0)
+    }
 }
 
 declared_plugin!(Ztest, ztest, {
     fn inline_ok(&self, function: u16) -> bool {
         function != ztest::func::sleep_ms
+    }
+
+    fn process_exit(&self, node: u16, pid: u32) {
+        drop(self.take_waiters(|d| d.node() == node && d.pid() == pid));
+    }
+
+    fn node_gone(&self, node: u16) {
+        drop(self.take_waiters(|d| d.node() == node));
     }
 });

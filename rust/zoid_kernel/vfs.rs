@@ -70,6 +70,13 @@ extern "C" {
         mode: u32,
         err: *mut c_int,
     ) -> *mut RawFile;
+    fn zk_file_open_below(
+        dir: *mut RawFile,
+        path: *const c_char,
+        flags: c_int,
+        mode: u32,
+        err: *mut c_int,
+    ) -> *mut RawFile;
     fn zk_file_put(f: *mut RawFile);
     fn zk_file_read(f: *mut RawFile, buf: *mut u8, n: usize, pos: *mut i64) -> isize;
     fn zk_file_write(f: *mut RawFile, buf: *const u8, n: usize, pos: *mut i64) -> isize;
@@ -257,6 +264,20 @@ impl File {
         // SAFETY: `err` is valid for one write; the shim takes its own
         // reference to the file.
         let f = unsafe { zk_file_fget(fd, &mut err) };
+        if f.is_null() {
+            return Err(Error::from_errno(err));
+        }
+        Ok(File { raw: f })
+    }
+
+    /// openat(2) with this file as the directory: opens `path` (flags and
+    /// mode as [`Export::open_file`]) with this directory as the root of
+    /// the walk, so the result never lies outside it.  `ENOTDIR` if this
+    /// is not a directory.
+    pub(crate) fn open_below(&self, path: &CPath, flags: u32, mode: u32) -> Result<File> {
+        let mut err = 0;
+        // SAFETY: `raw` is live, `path` NUL-terminated, `err` writable.
+        let f = unsafe { zk_file_open_below(self.raw, path.ptr(), flags as c_int, mode, &mut err) };
         if f.is_null() {
             return Err(Error::from_errno(err));
         }

@@ -58,11 +58,14 @@ struct zoid_ioc_f2cn {
 /* Plug-in and function ids (rust/zoid_proto/src/zoid/plugins/). */
 enum { ZTEST_ID = 1 };
 enum { ZTEST_NULL = 1, ZTEST_ECHO = 2, ZTEST_ADD = 3, ZTEST_SWAP = 4,
-       ZTEST_STRLEN = 5, ZTEST_MAYBE = 6, ZTEST_FILL = 7, ZTEST_SLEEP_MS = 8 };
+       ZTEST_STRLEN = 5, ZTEST_MAYBE = 6, ZTEST_FILL = 7, ZTEST_SLEEP_MS = 8,
+       ZTEST_FAIL = 9, ZTEST_RENDEZVOUS = 10 };
 
 enum { JOB_ID = 3 };
 enum { JOB_START = 1, JOB_END = 2 };
 
+enum { SAMPLE_ID = 16 };   /* drivers/zoid_sample (an external plug-in module) */
+enum { SAMPLE_UPPER = 1, SAMPLE_SERVED = 2 };
 enum { UNIX_ID = 2 };
 enum { UNIX_OPEN = 1, UNIX_OPENAT, UNIX_CLOSE, UNIX_READ, UNIX_WRITE, UNIX_PREAD,
        UNIX_PWRITE, UNIX_LSEEK, UNIX_FSTAT, UNIX_STAT, UNIX_LSTAT, UNIX_FSYNC,

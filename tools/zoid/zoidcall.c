@@ -8,6 +8,12 @@
  *   zoidcall fill SIZE BYTE        ask for SIZE bytes of BYTE, verified
  *   zoidcall sleep MS              a call that blocks MS ms on the ION
  *   zoidcall add A B               prints A+B computed on the ION
+ *   zoidcall upper TEXT            TEXT upper-cased by the `sample` plug-in
+ *                                  (zoid_sample.ko, loaded on the ION)
+ *   zoidcall meet KEY              waits for a second `meet KEY` (any CN);
+ *                                  prints the partner's node id (the ION
+ *                                  answers the first call later: a deferred
+ *                                  reply, holding no worker meanwhile)
  *   zoidcall job hold ID EXEC ARGS GLOBAL_SIZE LOCAL_SIZE MODE SECONDS
  *                                  register a job's start on the ION, wait,
  *                                  register its end (a job belongs to the
@@ -66,6 +72,36 @@ int main(int argc, char **argv)
 			return fail("info: not attached", ENOTCONN);
 		printf("ion %u max_request %u max_reply %u workers %u max_outstanding %u\n",
 		       i.ion, i.max_request, i.max_reply, i.workers, i.max_outstanding);
+		return 0;
+	}
+	if (!strcmp(cmd, "upper")) {
+		const char *text = argc > 2 ? argv[2] : "";
+		uint32_t len = (uint32_t)strlen(text), n;
+		uint8_t *a = xmalloc(len + 16), *r = xmalloc(len + 32);
+		struct zbuf args = { a, 0, len + 16, 0 }, reply = { r, 0, len + 32, 0 };
+		int64_t ret;
+		int err;
+
+		zput_bytes(&args, text, len);
+		zput_u32(&args, len);
+		err = zoid_call(fd, SAMPLE_ID, SAMPLE_UPPER, &args, &reply);
+		if (err)
+			return fail(cmd, err);
+		ret = (int64_t)zget_u64(&reply);
+		n = zget_u32(&reply);
+		printf("upper %.*s ret %lld\n", (int)n, (const char *)zget(&reply, n), (long long)ret);
+		return reply.err ? fail("reply", EBADMSG) : 0;
+	}
+	if (!strcmp(cmd, "meet")) {
+		uint8_t a[8], r[16];
+		struct zbuf args = { a, 0, sizeof(a), 0 }, reply = { r, 0, sizeof(r), 0 };
+		int err;
+
+		zput_u32(&args, argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 0);
+		err = zoid_call(fd, ZTEST_ID, ZTEST_RENDEZVOUS, &args, &reply);
+		if (err)
+			return fail(cmd, err);
+		printf("meet partner %lld\n", (long long)(int64_t)zget_u64(&reply));
 		return 0;
 	}
 	if (!strcmp(cmd, "null") || !strcmp(cmd, "sleep") || !strcmp(cmd, "add")) {

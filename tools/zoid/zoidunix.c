@@ -47,6 +47,14 @@ static int64_t r_open(const char *p, int flags, int mode)
 	return rcall(UNIX_OPEN, &a, &r);
 }
 
+static int64_t r_openat(int dirfd, const char *p, int flags, int mode)
+{
+	ARGS;
+	zput_u32(&a, (uint32_t)dirfd); zput_str(&a, p);
+	zput_u32(&a, zoid_oflags(flags)); zput_u32(&a, (uint32_t)mode);
+	return rcall(UNIX_OPENAT, &a, &r);
+}
+
 static int64_t r_fd(uint16_t fn, int fd)
 {
 	ARGS;
@@ -218,7 +226,7 @@ static int compare(const char *ldir, const char *rdir)
 	char data[8192], lb[8192], rb[8192];
 	struct stat ls;
 	struct rstat rs;
-	int lfd, rfd;
+	int lfd, rfd, ldfd, rdfd;
 
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (char)(i * 13 + 1);
@@ -260,6 +268,26 @@ static int compare(const char *ldir, const char *rdir)
 	CHECK("rename", local(rename(L("d/f"), L2("d/g"))), r_path2(UNIX_RENAME, R("d/f"), R2("d/g")));
 	CHECK("rename missing", local(rename(L("d/f"), L2("d/h"))), r_path2(UNIX_RENAME, R("d/f"), R2("d/h")));
 	CHECK("mkdir d/sub", local(mkdir(L("d/sub"), 0700)), r_mkdir(R("d/sub"), 0700));
+	/* openat relative to a directory descriptor. */
+	ldfd = (int)local(open(L("d"), O_RDONLY | O_DIRECTORY));
+	rdfd = (int)r_open(R("d"), O_RDONLY | O_DIRECTORY, 0);
+	CHECK("open d O_DIRECTORY ok", ldfd >= 0, rdfd >= 0);
+	lfd = (int)local(openat(ldfd, "g", O_RDONLY));
+	rfd = (int)r_openat(rdfd, "g", O_RDONLY, 0);
+	CHECK("openat d, g ok", lfd >= 0, rfd >= 0);
+	CHECK("read through openat", local(read(lfd, lb, 100)), r_readish(UNIX_READ, rfd, NULL, rb, 100, -1));
+	CHECK("read through openat data", memcmp(lb, rb, 100), 0);
+	CHECK("openat file, x (not a dir)", local(openat(lfd, "x", O_RDONLY)), r_openat(rfd, "x", O_RDONLY, 0));
+	CHECK("close openat fd", local(close(lfd)), r_fd(UNIX_CLOSE, rfd));
+	CHECK("openat d, missing", local(openat(ldfd, "nope", O_RDONLY)), r_openat(rdfd, "nope", O_RDONLY, 0));
+	lfd = (int)local(openat(ldfd, "sub/new", O_CREAT | O_EXCL | O_WRONLY, 0600));
+	rfd = (int)r_openat(rdfd, "sub/new", O_CREAT | O_EXCL | O_WRONLY, 0600);
+	CHECK("openat d, sub/new O_CREAT ok", lfd >= 0, rfd >= 0);
+	CHECK("close sub/new", local(close(lfd)), r_fd(UNIX_CLOSE, rfd));
+	CHECK("stat sub/new mode", (stat(L("d/sub/new"), &ls), ls.st_mode), (r_stat(UNIX_STAT, 0, R("d/sub/new"), &rs), rs.mode));
+	CHECK("unlink sub/new", local(unlink(L("d/sub/new"))), r_path(UNIX_UNLINK, R("d/sub/new")));
+	CHECK("openat bad dirfd", local(openat(999, "g", O_RDONLY)), r_openat(999, "g", O_RDONLY, 0));
+	CHECK("close d", local(close(ldfd)), r_fd(UNIX_CLOSE, rdfd));
 	compare_dir(ldir, rdir, "d");
 	CHECK("rmdir not empty", local(rmdir(L("d"))), r_path(UNIX_RMDIR, R("d")));
 	CHECK("unlink dir", local(unlink(L("d/sub"))), r_path(UNIX_UNLINK, R("d/sub")));
@@ -277,7 +305,7 @@ static int escape(void)
 {
 	struct rstat rs;
 	int64_t r;
-	int bad = 0;
+	int bad = 0, dfd;
 
 	r = r_open("../etc/passwd", O_RDONLY, 0);
 	printf("open ../etc/passwd: %lld\n", (long long)r);
@@ -297,6 +325,19 @@ static int escape(void)
 	r = r_stat(UNIX_STAT, 0, "escape-rel", &rs);
 	printf("stat escape-rel -> ../../../../etc/passwd: %lld\n", (long long)r);
 	bad |= r != -ENOENT;
+	/* Below a directory descriptor: never above that directory. */
+	r_mkdir("escape-dir", 0755);
+	r_path2(UNIX_SYMLINK, "../../../../etc/passwd", "escape-dir/up");
+	dfd = (int)r_open("escape-dir", O_RDONLY | O_DIRECTORY, 0);
+	r = r_openat(dfd, "../hello", O_RDONLY, 0);
+	printf("openat dir, ../hello: %lld\n", (long long)r);
+	bad |= r != -EACCES;
+	r = r_openat(dfd, "up", O_RDONLY, 0);
+	printf("openat dir, up -> ../../../../etc/passwd: %lld\n", (long long)r);
+	bad |= r != -ENOENT;
+	r_fd(UNIX_CLOSE, dfd);
+	r_path(UNIX_UNLINK, "escape-dir/up");
+	r_path(UNIX_RMDIR, "escape-dir");
 	r_path(UNIX_UNLINK, "escape-link");
 	r_path(UNIX_UNLINK, "escape-rel");
 	printf("escape %s\n", bad ? "FAILED" : "refused");

@@ -86,3 +86,37 @@ if [ "$ZOID_ROLE" = ion ]; then
   echo 0 > $Z/inline_bytes
 fi
 barrier 808
+# Deferred replies: the first `meet` call of a pair is answered later, by
+# the second; with one worker the pair can only meet if the waiting call
+# holds none.
+if [ "$ZOID_ROLE" = ion ]; then
+  echo 1 > $Z/workers
+fi
+barrier 809
+if [ "$ZOID_ROLE" = cn ]; then
+  key=$((1000 + ZOID_NODE_ID))
+  $ZC meet $key > /tmp/meet1 & m1=$!
+  sleep 1
+  $ZC meet $key > /tmp/meet2 || { zdiag; exit 1; }
+  wait $m1 || { zdiag; exit 1; }
+  grep -qx "meet partner $ZOID_NODE_ID" /tmp/meet1 || { cat /tmp/meet1; exit 1; }
+  grep -qx "meet partner $ZOID_NODE_ID" /tmp/meet2 || { cat /tmp/meet2; exit 1; }
+  if [ "$ZOID_CNS" -ge 2 ]; then    # across CNs: each gets the other's id
+    out=$($ZC meet 77) || { zdiag; exit 1; }
+    partner=${out#meet partner }
+    [ "$partner" != "$ZOID_NODE_ID" ] && [ "$partner" -gt 0 ] || { echo "$out"; exit 1; }
+  fi
+  # A waiter whose process dies is dropped on the ION (answered ECANCELED).
+  $ZC meet $((2000 + ZOID_NODE_ID)) > /dev/null & victim=$!
+  sleep 2
+  kill -0 $victim 2>/dev/null || { echo "meet returned without a partner"; exit 1; }
+  kill -9 $victim; wait $victim 2>/dev/null || true
+fi
+barrier 810
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(zstat calls_deferred)" -ge $((ZOID_CNS * 2)) ] || { zdiag; exit 1; }
+  [ "$(zstat deferred_replies)" -ge "$ZOID_CNS" ] || { zdiag; exit 1; }
+  [ "$(zstat deferred_cancelled)" -ge "$ZOID_CNS" ] || { zdiag; exit 1; }
+  echo 4 > $Z/workers
+fi
+barrier 811

@@ -49,6 +49,23 @@ barrier 823
 if [ "$ZOID_ROLE" = ion ]; then
   echo 1 > $Z/root_squash
   [ "$(owner /export/cn1/root)" = 0 ]
+  # uid/gid mapping: an explicit entry for CN root beats root squash.
+  printf 'uid 0 4242\ngid 0 4343 1\n' > $Z/idmap
+  grep -qx "uid 0 4242 1" $Z/idmap && grep -qx "gid 0 4343 1" $Z/idmap
+  grep -qx "unmapped pass" $Z/idmap
+  ! echo "uid 0 1" > $Z/idmap 2>/dev/null        # overlaps: refused
+  ! echo "uid 1 2 3 4" > $Z/idmap 2>/dev/null    # malformed: refused
+  [ "$(grep -c . $Z/idmap)" = 3 ]
+fi
+barrier 8231
+if [ "$ZOID_ROLE" = cn ]; then
+  $ZU creds "$ZOID_NODE/mapped" | grep -q "^uid 4242 gid 4343 " || { $ZU creds "$ZOID_NODE/mapped"; exit 1; }
+fi
+barrier 8232
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(owner /export/cn1/mapped)" = 4242 ]
+  echo clear > $Z/idmap
+  [ "$(cat $Z/idmap)" = "unmapped pass" ]
   # Descriptors of ended CN processes are closed.
   [ "$(cat $Z/open_files)" = 0 ] || { cat $Z/open_files; exit 1; }
   echo > $Z/export

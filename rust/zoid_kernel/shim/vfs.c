@@ -139,6 +139,29 @@ struct file *zk_file_open(struct zk_export *e, const char *path, int flags,
 	return f;
 }
 
+/*
+ * openat(2) relative to the directory `dir`: `dir` is the root of the walk,
+ * so the result is at or below it (absolute symlinks met on the way resolve
+ * from `dir`).  A `dir` that is not a directory gives ENOTDIR.
+ */
+struct file *zk_file_open_below(struct file *dir, const char *path, int flags,
+				u32 mode, int *err)
+{
+	struct file *f;
+
+	if (!d_can_lookup(dir->f_path.dentry)) {
+		*err = -ENOTDIR;
+		return NULL;
+	}
+	f = file_open_root(&dir->f_path, path, flags | O_LARGEFILE, mode);
+	if (IS_ERR(f)) {
+		*err = PTR_ERR(f);
+		return NULL;
+	}
+	*err = 0;
+	return f;
+}
+
 void zk_file_put(struct file *f)
 {
 	fput(f);

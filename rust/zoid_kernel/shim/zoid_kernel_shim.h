@@ -61,6 +61,8 @@ const struct cred *zk_creds_enter(const struct cred *c);
 void zk_creds_leave(const struct cred *old);
 struct file *zk_file_open(struct zk_export *e, const char *path, int flags,
 			  u32 mode, int *err);
+struct file *zk_file_open_below(struct file *dir, const char *path, int flags,
+				u32 mode, int *err);
 void zk_file_put(struct file *f);
 ssize_t zk_file_read(struct file *f, void *buf, size_t n, s64 *pos);
 ssize_t zk_file_write(struct file *f, const void *buf, size_t n, s64 *pos);

@@ -111,6 +111,11 @@ impl ztest::Server for Ztest {
         self.called(ctx);
         Err(errno)
     }
+
+    fn rendezvous(&self, ctx: &Creds, key: u32) -> CallResult {
+        self.called(ctx);
+        Ok(i64::from(key))
+    }
 }
 
 const ENOENT: i32 = 2;
@@ -755,6 +760,7 @@ fn samples() -> Vec<(u16, u16, Vec<u8>)> {
         capture(|t| ztest::client::fill(t, 1, &mut b, 8)),
         capture(|t| ztest::client::sleep_ms(t, 1)),
         capture(|t| ztest::client::fail(t, 2)),
+        capture(|t| ztest::client::rendezvous(t, 5)),
     ];
     v.extend([
         capture(|t| unix::client::open(t, b"/f", 0, 0)),
@@ -813,7 +819,7 @@ fn dispatch(
 fn plugin_constants() {
     assert_eq!((ztest::ID, ztest::NAME), (1, "ztest"));
     assert_eq!((unix::ID, unix::NAME), (2, "unix"));
-    assert_eq!(ztest::FUNCTIONS.len(), 9);
+    assert_eq!(ztest::FUNCTIONS.len(), 10);
     assert_eq!(ztest::FUNCTIONS[1], (2, "echo"));
     assert_eq!(ztest::func::sleep_ms, 8);
     assert_eq!(unix::FUNCTIONS.len(), 22);
@@ -1064,7 +1070,7 @@ fn unknown_plugin_and_function() {
     assert_eq!(r, Err(CallError::Errno(ENOSYS)));
     let r = t.call(ztest::ID, 99, &|_| Ok(()), &mut |_| Ok(()));
     assert_eq!(r, Err(CallError::Errno(ENOSYS)));
-    for f in [0, 10, 0xffff] {
+    for f in [0, 11, 0xffff] {
         let (r, ran) = dispatch(ztest::ID, f, &[], &mut [0; 64]);
         assert_eq!(r, Err(DispatchError::UnknownFunction));
         assert!(!ran);
@@ -1227,6 +1233,39 @@ fn stubs_check_their_arguments_locally() {
     assert_eq!(t.unix.calls.get() + t.ztest.calls.get(), 0);
     assert_eq!(CallError::Marshal(MarshalError::TooLong).errno(), E2BIG);
     assert_eq!(CallError::Transport(5).errno(), 5);
+}
+
+#[test]
+fn ret_only_replies_and_deferred_answers() {
+    use zoid_proto::zoid::plugin::ret_reply;
+    let ret_only: Vec<&str> = ztest::FUNCTIONS
+        .iter()
+        .filter(|(id, _)| ztest::reply_is_ret_only(*id))
+        .map(|(_, name)| *name)
+        .collect();
+    assert_eq!(
+        ret_only,
+        ["null", "strlen", "maybe", "sleep_ms", "fail", "rendezvous"]
+    );
+    assert!(!ztest::reply_is_ret_only(0));
+    for f in ["read", "fstat", "stat", "readlink", "getdents"] {
+        let id = unix::FUNCTIONS.iter().find(|x| x.1 == f).unwrap().0;
+        assert!(!unix::reply_is_ret_only(id), "{f}");
+    }
+    for f in ["open", "close", "write", "unlink", "rename"] {
+        let id = unix::FUNCTIONS.iter().find(|x| x.1 == f).unwrap().0;
+        assert!(unix::reply_is_ret_only(id), "{f}");
+    }
+    // What a deferred reply carries is what the stub expects.
+    let mut rep = [0u8; 8];
+    let r = ret_reply(Ok(42), &mut rep).unwrap();
+    assert_eq!(r, Reply::ok(8));
+    assert_eq!(
+        ztest::client::rendezvous(&Canned(rep.to_vec(), 0), 7),
+        Ok(42)
+    );
+    assert_eq!(ret_reply(Err(EBADF), &mut rep), Ok(Reply::error(EBADF)));
+    assert_eq!(ret_reply(Ok(1), &mut [0u8; 7]), Err(MarshalError::NoSpace));
 }
 
 fn reply(ret: i64, tail: &[u8]) -> Vec<u8> {

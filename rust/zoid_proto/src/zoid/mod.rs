@@ -10,6 +10,7 @@
 //!   the ION's dispatcher and the CN's client stubs;
 //! * [`plugins`]: the interfaces (`ztest`, `unix`, `job`);
 //! * [`f2cn`]: file broadcast from the ION to its CNs;
+//! * [`idmap`]: uid/gid mapping between CNs and the ION;
 //! * [`sched`]: the ION's call scheduler (priority classes, per-CN limits);
 //! * [`errno`]: the errno values all of these report.
 //!
@@ -21,6 +22,7 @@ pub mod errno;
 #[macro_use]
 pub mod marshal;
 pub mod f2cn;
+pub mod idmap;
 #[macro_use]
 pub mod plugin;
 pub mod plugins;

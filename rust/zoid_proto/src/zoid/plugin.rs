@@ -64,6 +64,9 @@
 //!   `pub const <function>: u16` per function, `pub const FUNCTIONS:
 //!   &[(u16, &str)]` (id and name, in declaration order) and `pub fn
 //!   function_name(u16) -> Option<&'static str>`.
+//! * `pub fn reply_is_ret_only(u16) -> bool`: whether a function's reply is
+//!   `ret` alone, so that a server may defer it and answer later with
+//!   [`ret_reply`].
 //! * `pub trait Server { type Ctx: ?Sized; fn <function>(&self, ctx:
 //!   &Self::Ctx, <args>) -> CallResult; ... }`, the ION's implementation.
 //! * `pub fn dispatch<S: Server + ?Sized>(srv: &S, ctx: &S::Ctx, function:
@@ -154,17 +157,22 @@ pub enum DispatchError {
     /// The reply (its fixed part and any `out bytes` array) does not fit
     /// the reply buffer.
     ReplyTooLarge,
+    /// The plug-in refused the call before running it with this positive
+    /// errno (an external plug-in's own argument checks).
+    Refused(i32),
 }
 
 impl DispatchError {
     /// The positive errno reporting this error: `ENOSYS` for an unknown
-    /// function, `E2BIG` for a reply too large, [`MarshalError::errno`]
+    /// function, `E2BIG` for a reply too large, a refusal's own errno (made
+    /// valid with [`errno::sanitize`]), [`MarshalError::errno`]
     /// otherwise.
     pub const fn errno(&self) -> i32 {
         match self {
             Self::UnknownFunction => errno::ENOSYS,
             Self::Marshal(e) => e.errno(),
             Self::ReplyTooLarge => errno::E2BIG,
+            Self::Refused(e) => errno::sanitize(*e),
         }
     }
 }
@@ -259,6 +267,21 @@ pub fn decode_reply_args(
     Ok(())
 }
 
+/// Lays out, at the start of `reply`, the reply of a function whose reply
+/// is `ret` alone (the generated `reply_is_ret_only`): what a server that
+/// deferred a call sends when it completes.  `reply` must hold at least
+/// [`REPLY_RET_LEN`] bytes.
+pub fn ret_reply(result: CallResult, reply: &mut [u8]) -> Result<Reply, MarshalError> {
+    match result {
+        Err(e) => Ok(Reply::error(e)),
+        Ok(ret) => {
+            let mut e = Encoder::new(reply);
+            e.put_i64(ret)?;
+            Ok(Reply::ok(e.len()))
+        }
+    }
+}
+
 /// Whether the function ids of a plug-in's `FUNCTIONS` are distinct
 /// (evaluated at compile time by `zoid_plugin!`).
 pub const fn ids_unique(functions: &[(u16, &str)]) -> bool {
@@ -332,6 +355,20 @@ macro_rules! zoid_plugin {
         /// The name of function `function`, `None` if there is none.
         pub fn function_name(function: u16) -> ::core::option::Option<&'static str> {
             __zoid::plugin::function_name(FUNCTIONS, function)
+        }
+
+        /// Whether function `function`'s reply is `ret` alone (no `out`,
+        /// `inout` or `out bytes` arguments), so that a server may answer
+        /// it later with [`ret_reply`](__zoid::plugin::ret_reply) (a
+        /// deferred reply).  `false` for an unknown function.
+        #[allow(dead_code)]
+        pub fn reply_is_ret_only(function: u16) -> bool {
+            match function {
+                $(
+                    func::$f => zoid_plugin! { @norm [@ret_only] [] [] $($a)* },
+                )*
+                _ => false,
+            }
         }
 
         /// The ION's implementation of the plug-in, called by [`dispatch`].
@@ -534,6 +571,11 @@ macro_rules! zoid_plugin {
         let $n: &[u8] = $d.get_bytes(usize::MAX)?;
     };
     (@srv_decode $d:ident $n:ident out_bytes $p:tt) => {};
+
+    (@ret_only [$({ $n:ident $kind:ident $p:tt })*] []) => {
+        0 $(+ zoid_plugin!(@reply_size $kind $p))* == 0
+    };
+    (@ret_only $acc:tt [$($ob:tt)+]) => { false };
 
     (@reply_size out_obj ($t:ident)) => { <$t as __zoid::marshal::Wire>::SIZE };
     (@reply_size inout ($t:ident)) => { <$t as __zoid::marshal::Wire>::SIZE };

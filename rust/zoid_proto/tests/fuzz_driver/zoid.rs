@@ -254,6 +254,11 @@ impl ztest::Server for Dummy {
         ctx.ran(Box::new(move |t| ztest::client::fail(t, errno)));
         Err(errno)
     }
+
+    fn rendezvous(&self, ctx: &Rec, key: u32) -> CallResult {
+        ctx.ran(Box::new(move |t| ztest::client::rendezvous(t, key)));
+        outcome(i64::from(key))
+    }
 }
 
 impl unix::Server for Dummy {

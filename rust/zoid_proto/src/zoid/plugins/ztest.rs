@@ -41,4 +41,11 @@ zoid_plugin! {
 
     /// Fails with `errno` (a positive errno; anything else becomes `EIO`).
     fn fail(errno: in i32) = 9;
+
+    /// Waits for a second call with the same `key` (from any CN or
+    /// process) and returns the other caller's node id; both calls return
+    /// then.  The ION answers the first one with a deferred reply, so a
+    /// waiting call holds no worker.  A waiter whose process ends or whose
+    /// CN goes away is dropped; when 64 calls already wait, `EAGAIN`.
+    fn rendezvous(key: in u32) = 10;
 }
