@@ -43,6 +43,8 @@ const RXQ_LIMIT: u32 = 4096;
 const RX_BUDGET: usize = 256;
 /// Frames sent per engine pass per neighbour.
 const TX_BUDGET: usize = 128;
+/// Frames after which an ack goes without waiting for `ack_delay_us`.
+const ACK_EVERY: u32 = 2;
 /// Grants queue capacity (two requests per neighbour).
 const GRANT_QUEUE: usize = 128;
 
@@ -61,6 +63,9 @@ pub(crate) struct Knobs {
     pub(crate) window: Atomic<u32>,
     /// Retransmission timeout bounds (ms).
     pub(crate) rto_min_ms: Atomic<u32>,
+    /// Longest an ack waits for more frames to cover (µs; 0: ack every
+    /// engine pass).
+    pub(crate) ack_delay_us: Atomic<u32>,
     /// Upper RTO bound (ms).
     pub(crate) rto_max_ms: Atomic<u32>,
     /// Silence after which a neighbour is down (ms).
@@ -84,6 +89,7 @@ impl Knobs {
             ack_threshold: Atomic::new(16),
             window: Atomic::new(128),
             rto_min_ms: Atomic::new(20),
+            ack_delay_us: Atomic::new(2000),
             rto_max_ms: Atomic::new(2000),
             peer_timeout_ms: Atomic::new(5000),
             max_msg_size: Atomic::new((4 << 20) + 1024),
@@ -194,7 +200,13 @@ struct RxLane {
     ahead: KVec<Option<(u32, u8, KVec<u8>)>>,
     /// Message being received and its header.
     current: Option<(MsgHeader, MsgBuf)>,
-    ack_pending: bool,
+    /// Frames received since the last ack.
+    unacked: u32,
+    /// The next ack goes at the end of this pass (a frame out of order, a
+    /// duplicate: the sender needs to know now).
+    ack_now: bool,
+    /// When the delayed ack of `unacked` frames is due (`u64::MAX`: none).
+    ack_due_ns: u64,
 }
 
 struct Neighbor {
@@ -293,6 +305,10 @@ pub(crate) struct Treenet {
     /// Held while upper-layer handlers run.
     #[pin]
     dispatch: Mutex<()>,
+    /// The task running upper-layer handlers now (0: none).  Its sends
+    /// never wait for queue space: only the engine makes that space, and a
+    /// handler may run on the engine thread.
+    delivering: Atomic<usize>,
 }
 
 /// A neighbour as `/sys/kernel/treenet/peers` shows it.
@@ -325,7 +341,9 @@ fn lane_rx(win: usize) -> Result<RxLane> {
         reasm: Reassembler::new(),
         ahead,
         current: None,
-        ack_pending: false,
+        unacked: 0,
+        ack_now: false,
+        ack_due_ns: u64::MAX,
     })
 }
 
@@ -396,6 +414,7 @@ impl Treenet {
                 inner <- new_mutex!(inner, "treenet::inner"),
                 progress <- new_condvar!("treenet::progress"),
                 dispatch <- new_mutex!((), "treenet::dispatch"),
+                delivering: Atomic::new(0),
             }),
             GFP_KERNEL,
         )
@@ -659,7 +678,9 @@ impl Treenet {
 
     /// Sends `msg` on `channel` to node `dst` (or [`BROADCAST`]: every node
     /// below this one).  With `block`, waits while the destination's queue
-    /// is over its memory bound; otherwise fails with `EAGAIN`.
+    /// is over its memory bound; otherwise fails with `EAGAIN`.  A send from
+    /// an upper layer's receive handler never waits or fails for space (the
+    /// engine that makes the space may be the one running the handler).
     pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
         self.send_shared(channel, dst, Arc::new(msg, GFP_KERNEL)?, block)
     }
@@ -681,6 +702,8 @@ impl Treenet {
             return Err(EMSGSIZE);
         }
         let len = buf.len();
+        let in_handler =
+            self.delivering.load(Relaxed) == kernel::task::Task::current_raw() as usize;
         let mut g = self.inner.lock();
         loop {
             let bound = 2 * max + (1 << 20);
@@ -690,7 +713,7 @@ impl Treenet {
                 let r = g.route(dst).ok_or(EHOSTUNREACH)?;
                 g.neighbors[r].queued_bytes > bound
             };
-            if !over {
+            if !over || in_handler {
                 break;
             }
             if !block {
@@ -745,6 +768,8 @@ impl Treenet {
     /// Calls upper layers for what the engine collected.
     fn flush_events(&self) {
         let _dispatch = self.dispatch.lock();
+        self.delivering
+            .store(kernel::task::Task::current_raw() as usize, Relaxed);
         let mut delivered = false;
         loop {
             let (events, channels) = {
@@ -778,6 +803,7 @@ impl Treenet {
                 }
             }
         }
+        self.delivering.store(0, Relaxed);
         // Wake blocked callers only when there is news for them: a
         // delivery or peer event (self-test waits), or freed queue space.
         let wake = core::mem::take(&mut self.inner.lock().wake_senders);
@@ -850,7 +876,6 @@ impl Treenet {
         if g.rtx_now || now >= g.rtx_at {
             g.retransmit(k, s);
         }
-        g.send_acks(s);
         let more_tx = g.transmit(k, s);
         g.flush_held(s);
         // Next wake-up: the earliest retransmission, hello or timeout.
@@ -861,6 +886,14 @@ impl Treenet {
         let more = more_rx || more_tx || !g.loop_frames.is_empty() || !g.events.is_empty();
         drop(g);
         self.flush_events();
+        // Acks last: what upper layers sent while handling these frames (a
+        // reply, a pong) left first, so an ack is never on a round trip's
+        // critical path.
+        let now = now_ns();
+        let ack_due = self.inner.lock().send_acks(s, now);
+        if ack_due != u64::MAX {
+            next_us = next_us.min(div_u64(ack_due.saturating_sub(now), 1000));
+        }
         (ms_to_jiffies(div_u64(next_us + 999, 1000)), more)
     }
 }
@@ -1273,15 +1306,27 @@ impl Inner {
         self.rtx_at = next;
     }
 
-    fn send_acks(&mut self, s: &Stats) {
+    /// Sends the acks that are due: every lane with a frame out of order or
+    /// a duplicate, with [`ACK_EVERY`] frames unacknowledged, or whose
+    /// delayed ack is due at `now` (`ack_delay_us`: an ack waits that long
+    /// for company, so a request/response exchange costs two frames, not
+    /// four).  Returns when the next delayed ack is due (`u64::MAX`: none).
+    fn send_acks(&mut self, s: &Stats, now: u64) -> u64 {
+        let mut next = u64::MAX;
         for ni in 0..self.neighbors.len() {
             for lane in Lane::ALL {
                 let n = &mut self.neighbors[ni];
                 let r = &mut n.rx[lane.index()];
-                if !r.ack_pending {
+                if r.unacked == 0 && !r.ack_now {
                     continue;
                 }
-                r.ack_pending = false;
+                if !r.ack_now && r.unacked < ACK_EVERY && now < r.ack_due_ns {
+                    next = next.min(r.ack_due_ns);
+                    continue;
+                }
+                r.unacked = 0;
+                r.ack_now = false;
+                r.ack_due_ns = u64::MAX;
                 let hdr = FrameHeader::ack(self.node_id, n.node, lane, r.win.next_seq());
                 let p = wire::encode_ack(r.win.sack());
                 let (li, mac) = (n.link, n.mac);
@@ -1292,6 +1337,7 @@ impl Inner {
                 }
             }
         }
+        next
     }
 
     /// Sends new frames while windows allow; control lanes first.  Returns
@@ -1570,8 +1616,18 @@ impl Inner {
         payload: &[u8],
     ) {
         let r = &mut self.neighbors[ni].rx[lane.index()];
-        r.ack_pending = true;
-        match r.win.classify(seq) {
+        r.unacked += 1;
+        if r.ack_due_ns == u64::MAX {
+            // Well inside the sender's shortest retransmission timeout.
+            let rto_min_us = u64::from(k.rto_min_ms.load(Relaxed)) * 1000;
+            let delay = u64::from(k.ack_delay_us.load(Relaxed)).min(rto_min_us / 4) * 1000;
+            r.ack_due_ns = now_ns().saturating_add(delay);
+        }
+        let class = r.win.classify(seq);
+        if class != RxClass::InOrder {
+            r.ack_now = true;
+        }
+        match class {
             RxClass::InOrder => {
                 r.win.advance();
                 self.consume(k, s, ni, lane, flags, payload);

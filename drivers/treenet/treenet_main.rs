@@ -334,6 +334,21 @@ fn store_rto_max(c: &Ctx, input: &[u8]) -> Result {
     Ok(())
 }
 
+fn show_ack_delay(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.knobs.ack_delay_us.load(Relaxed))
+}
+
+/// 0 (ack every engine pass) .. 100000 µs; the engine also keeps it under
+/// a quarter of `rto_min_ms`.
+fn store_ack_delay(c: &Ctx, input: &[u8]) -> Result {
+    let v = sysfs::parse_u64(input)?;
+    if v > 100_000 {
+        return Err(EINVAL);
+    }
+    c.net.knobs.ack_delay_us.store(v as u32, Relaxed);
+    Ok(())
+}
+
 fn show_version(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{SUITE_VERSION}")
 }
@@ -342,7 +357,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 26] = [
+static ATTRS: [Attribute<Ctx>; 27] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -359,6 +374,7 @@ static ATTRS: [Attribute<Ctx>; 26] = [
     Attribute::rw(c"window", show_window, store_window),
     Attribute::rw(c"rto_min_ms", show_rto_min, store_rto_min),
     Attribute::rw(c"rto_max_ms", show_rto_max, store_rto_max),
+    Attribute::rw(c"ack_delay_us", show_ack_delay, store_ack_delay),
     Attribute::rw(c"peer_timeout_ms", show_peer_timeout, store_peer_timeout),
     Attribute::rw(c"max_msg_size", show_max_msg, store_max_msg),
     Attribute::rw(c"grant_slots", show_grant_slots, store_grant_slots),

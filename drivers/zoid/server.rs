@@ -5,6 +5,7 @@
 //!
 //! ```text
 //!  treenet engine ──receive()──> inbox ──> zoid-rx thread
+//!        │ small calls, inbox idle: ─────────────┤ (same path, no hop)
 //!                                           │ attach: answer limits
 //!                                           │ call: checks (pset, size,
 //!                                           │   plug-in, per-CN cap), then
@@ -18,6 +19,12 @@
 //!
 //! A call that blocks (a read on an empty pipe) holds one worker only: the
 //! others keep serving, so one CN's blocked call never stalls another's.
+//!
+//! A call of at most [`DIRECT_BYTES`] is checked and queued (or, if tiny
+//! and the plug-in allows it, run inline) right in treenet's delivery
+//! context when nothing waits in the inbox, saving the receive thread's
+//! wake-up; everything else, and anything behind a queued message, goes
+//! through the receive thread in arrival order.
 
 use crate::f2cn::F2cn;
 use crate::plugin::{Caller, Plugin, Registry};
@@ -57,7 +64,7 @@ pub(crate) struct ServerKnobs {
     /// Calls one CN may have queued or running; more get EAGAIN.
     pub(crate) max_per_cn: Atomic<u32>,
     /// Requests up to this size whose function allows it run in the
-    /// receive thread (0: never).
+    /// receive path, without a worker hop (0: never).
     pub(crate) inline_bytes: Atomic<u32>,
     /// Requests up to this size are scheduled in the small class.
     pub(crate) small_bytes: Atomic<u32>,
@@ -70,7 +77,7 @@ impl ServerKnobs {
             max_request: Atomic::new((4 << 20) + 1024),
             max_reply: Atomic::new((4 << 20) + 1024),
             max_per_cn: Atomic::new(64),
-            inline_bytes: Atomic::new(0),
+            inline_bytes: Atomic::new(256),
             small_bytes: Atomic::new(1024),
         }
     }
@@ -151,10 +158,16 @@ pub(crate) struct ServerCore {
     pub(crate) queue_wait: Histogram,
     #[pin]
     inbox: Mutex<KVec<Inbound>>,
+    /// Messages pushed to the inbox and not handled yet.
+    inbox_pending: Atomic<u32>,
     rx_kicker: Arc<Kicker>,
     #[pin]
     queue: Mutex<Queue>,
 }
+
+/// Calls up to this many bytes (header included) may skip the receive
+/// thread: their copy is short enough for treenet's delivery context.
+pub(crate) const DIRECT_BYTES: usize = 4096;
 
 /// The positive errno of a kernel error (what a reply header carries).
 fn pos(e: Error) -> i32 {
@@ -185,9 +198,20 @@ impl ServerCore {
         }
     }
 
-    /// Queues a received message for the receive thread (engine context:
-    /// no blocking beyond the inbox lock).
+    /// Takes a received message (treenet's delivery context, which
+    /// treenet serialises): a small call is handled here when nothing waits
+    /// in the inbox; the rest is queued for the receive thread.
     pub(crate) fn deliver(&self, src: u16, msg: treenet::Message) {
+        if msg.len() <= DIRECT_BYTES && self.inbox_pending.load(Relaxed) == 0 {
+            let mut head = [0u8; CALL_HEADER_LEN];
+            if msg.read_at(0, &mut head).is_ok()
+                && CallHeader::decode(&head).is_ok_and(|h| h.kind == MsgKind::Call)
+            {
+                self.stats.c.calls_direct.fetch_add(1, Relaxed);
+                self.handle(src, msg);
+                return;
+            }
+        }
         self.push(Inbound::Msg(src, msg));
     }
 
@@ -198,8 +222,13 @@ impl ServerCore {
 
     fn push(&self, item: Inbound) {
         let pushed = self.inbox.lock().push(item, GFP_KERNEL);
-        if pushed.is_err() {
-            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+        match pushed {
+            Ok(()) => {
+                self.inbox_pending.fetch_add(1, Relaxed);
+            }
+            Err(_) => {
+                self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+            }
         }
         self.rx_kicker.kick();
     }
@@ -541,6 +570,7 @@ impl ThreadBody for Receiver {
                     Inbound::Msg(src, msg) => self.core.handle(src, msg),
                     Inbound::Gone(node) => self.core.node_gone(node),
                 }
+                self.core.inbox_pending.fetch_sub(1, Relaxed);
             }
         }
     }
@@ -655,6 +685,7 @@ impl Server {
                 f2cn,
                 queue_wait: Histogram::new(),
                 inbox <- kernel::new_mutex!(KVec::new(), "zoid::inbox"),
+                inbox_pending: Atomic::new(0),
                 rx_kicker,
                 queue <- kernel::new_mutex!(Queue {
                     sched,
