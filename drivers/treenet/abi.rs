@@ -23,6 +23,11 @@ struct RawMsg {
 }
 
 #[repr(C)]
+struct RawBuilder {
+    _private: [u8; 0],
+}
+
+#[repr(C)]
 struct RawOps {
     receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut RawMsg)>,
     peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
@@ -36,6 +41,23 @@ extern "C" {
     fn treenet_msg_len(msg: *const RawMsg) -> usize;
     fn treenet_msg_read(msg: *const RawMsg, offset: usize, buf: *mut u8, len: usize) -> c_int;
     fn treenet_msg_put(msg: *mut RawMsg);
+    fn treenet_msg_new(len: usize) -> *mut RawBuilder;
+    fn treenet_msg_write(b: *mut RawBuilder, offset: usize, data: *const u8, len: usize) -> c_int;
+    fn treenet_msg_write_user(
+        b: *mut RawBuilder,
+        offset: usize,
+        src: *mut c_void,
+        len: usize,
+    ) -> c_int;
+    fn treenet_msg_seal(b: *mut RawBuilder) -> *mut RawMsg;
+    fn treenet_msg_abort(b: *mut RawBuilder);
+    fn treenet_send_msg(channel: u16, dst: u16, msg: *const RawMsg, block: bool) -> c_int;
+    fn treenet_msg_read_user(
+        msg: *const RawMsg,
+        offset: usize,
+        dst: *mut c_void,
+        len: usize,
+    ) -> c_int;
     fn treenet_node_id() -> c_int;
     fn treenet_reachable(node: u16) -> bool;
     fn treenet_ion() -> c_int;
@@ -77,7 +99,76 @@ fn to_result(rc: c_int) -> Result {
     }
 }
 
-/// A received message: a reference to treenet's page list, released on drop.
+/// A message being filled before it is sent: treenet's pages, written in
+/// place (from kernel or user memory), so sending copies nothing more.
+pub(crate) struct MessageBuilder {
+    raw: *mut RawBuilder,
+}
+
+// SAFETY: the builder is exclusively owned; treenet's functions on it may
+// be called from any thread.
+unsafe impl Send for MessageBuilder {}
+
+impl MessageBuilder {
+    /// A zero-filled message of `len` bytes (`ENOMEM`; `EMSGSIZE` over
+    /// treenet's `max_msg_size` is reported as `ENOMEM` too).
+    pub(crate) fn new(len: usize) -> Result<Self> {
+        // SAFETY: no preconditions.
+        let raw = unsafe { treenet_msg_new(len) };
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        Ok(Self { raw })
+    }
+
+    /// Copies `data` in at `offset`.
+    pub(crate) fn write_at(&mut self, offset: usize, data: &[u8]) -> Result {
+        // SAFETY: `raw` is live and ours; `data` is valid for its length.
+        to_result(unsafe { treenet_msg_write(self.raw, offset, data.as_ptr(), data.len()) })
+    }
+
+    /// Copies `len` bytes of the calling process's memory at `src` in at
+    /// `offset` (`EFAULT` if unreadable).
+    pub(crate) fn write_user_at(
+        &mut self,
+        offset: usize,
+        src: kernel::uaccess::UserPtr,
+        len: usize,
+    ) -> Result {
+        // SAFETY: `raw` is live and ours; treenet checks the user range.
+        to_result(unsafe { treenet_msg_write_user(self.raw, offset, src.as_mut_ptr(), len) })
+    }
+
+    /// The finished, immutable message.
+    pub(crate) fn seal(self) -> Result<Message> {
+        let raw = self.raw;
+        core::mem::forget(self);
+        // SAFETY: `raw` is live and ours; treenet takes it over.
+        let msg = unsafe { treenet_msg_seal(raw) };
+        if msg.is_null() {
+            return Err(ENOMEM);
+        }
+        Ok(Message { raw: msg })
+    }
+}
+
+impl Drop for MessageBuilder {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is live and this is its one release.
+        unsafe { treenet_msg_abort(self.raw) }
+    }
+}
+
+/// Sends `msg` (a sealed [`MessageBuilder`]) on `channel` to `dst` without
+/// copying it; the caller keeps `msg` and may send it again.  As [`send`]
+/// otherwise.
+pub(crate) fn send_message(channel: u16, dst: u16, msg: &Message, block: bool) -> Result {
+    // SAFETY: `msg.raw` is a live message.
+    to_result(unsafe { treenet_send_msg(channel, dst, msg.raw, block) })
+}
+
+/// A message: a reference to treenet's page list (received, or built and
+/// sealed here), released on drop.
 pub(crate) struct Message {
     raw: *mut RawMsg,
 }
@@ -107,6 +198,20 @@ impl Message {
         }
         // SAFETY: `raw` is live; `out` is valid for `out.len()` writes.
         to_result(unsafe { treenet_msg_read(self.raw, offset, out.as_mut_ptr(), out.len()) })
+    }
+}
+
+impl Message {
+    /// Copies `len` bytes at `offset` to the calling process's memory at
+    /// `dst`, straight from treenet's pages (`EFAULT`, `EINVAL`).
+    pub(crate) fn read_to_user(
+        &self,
+        offset: usize,
+        dst: kernel::uaccess::UserPtr,
+        len: usize,
+    ) -> Result {
+        // SAFETY: `raw` is live; treenet checks the user range.
+        to_result(unsafe { treenet_msg_read_user(self.raw, offset, dst.as_mut_ptr(), len) })
     }
 }
 

@@ -13,6 +13,7 @@ use crate::zoid_kernel::msgbuf::MsgBuf;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::{global_lock, Arc};
+use kernel::uaccess::{UserPtr, UserSlice};
 
 global_lock! {
     // SAFETY: initialised in the module initialiser before any use.
@@ -154,6 +155,158 @@ pub(crate) unsafe extern "C" fn treenet_send(
         net.send(channel, dst, MsgBuf::from_slice(slice, GFP_KERNEL)?, block)
     })();
     match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// A message being filled by its sender (a `KBox<MsgBuf>` behind the
+/// pointer), before `treenet_msg_seal` turns it into a [`TreenetMsg`].
+#[repr(C)]
+pub(crate) struct TreenetMsgBuilder {
+    _private: [u8; 0],
+}
+
+/// A zero-filled message of `len` bytes to fill, or null (no memory, or
+/// longer than `max_msg_size`).
+#[no_mangle]
+pub(crate) extern "C" fn treenet_msg_new(len: usize) -> *mut TreenetMsgBuilder {
+    let max = instance().map_or(0, |net| {
+        net.knobs.max_msg_size.load(kernel::sync::atomic::Relaxed) as usize
+    });
+    if len > max {
+        return core::ptr::null_mut();
+    }
+    let Ok(m) = MsgBuf::new(len, GFP_KERNEL) else {
+        return core::ptr::null_mut();
+    };
+    match KBox::new(m, GFP_KERNEL) {
+        Ok(b) => KBox::into_raw(b).cast(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// Copies `len` bytes at `data` into a message being filled, at `offset`;
+/// 0 or `-EINVAL` (past its end).
+///
+/// # Safety
+///
+/// `b` is a live builder from `treenet_msg_new`; `data` is valid for `len`
+/// reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_write(
+    b: *mut TreenetMsgBuilder,
+    offset: usize,
+    data: *const u8,
+    len: usize,
+) -> c_int {
+    if len == 0 {
+        return 0;
+    }
+    // SAFETY: per the contract, `b` is a live, exclusively owned builder.
+    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    // SAFETY: the caller guarantees `len` readable bytes at `data`.
+    let src = unsafe { core::slice::from_raw_parts(data, len) };
+    match m.write_at(offset, src) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Copies `len` bytes of the calling process's memory at `src` into a
+/// message being filled, at `offset`; 0, `-EFAULT` or `-EINVAL`.
+///
+/// # Safety
+///
+/// `b` as for `treenet_msg_write`; `src` is a user address (checked).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_write_user(
+    b: *mut TreenetMsgBuilder,
+    offset: usize,
+    src: *mut c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: per the contract, `b` is a live, exclusively owned builder.
+    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    let mut reader = UserSlice::new(UserPtr::from_ptr(src), len).reader();
+    match m.write_from_user(offset, &mut reader, len) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Ends filling: the message becomes immutable and shareable (send it with
+/// `treenet_send_msg`, release it with `treenet_msg_put`).  Null when out
+/// of memory (the builder is freed either way).
+///
+/// # Safety
+///
+/// `b` is a live builder; it must not be used afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_seal(b: *mut TreenetMsgBuilder) -> *mut TreenetMsg {
+    // SAFETY: per the contract, `b` came from `KBox::into_raw` and this is
+    // its one release.
+    let m = unsafe { KBox::from_raw(b.cast::<MsgBuf>()) };
+    match Arc::new(KBox::into_inner(m), GFP_KERNEL) {
+        Ok(a) => Arc::into_raw(a).cast_mut().cast(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// Frees a builder that will not be sealed.
+///
+/// # Safety
+///
+/// `b` is a live builder; it must not be used afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_abort(b: *mut TreenetMsgBuilder) {
+    // SAFETY: per the contract, `b` came from `KBox::into_raw` and this is
+    // its one release.
+    drop(unsafe { KBox::from_raw(b.cast::<MsgBuf>()) });
+}
+
+/// Sends a sealed message (which the caller keeps: it may send it again,
+/// and releases it with `treenet_msg_put`) on `channel` to `dst`; as
+/// `treenet_send` otherwise, without copying the message.
+///
+/// # Safety
+///
+/// `msg` is a live message from `treenet_msg_seal`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_send_msg(
+    channel: u16,
+    dst: u16,
+    msg: *const TreenetMsg,
+    block: bool,
+) -> c_int {
+    // SAFETY: per the contract, `msg` came from `Arc::into_raw`; the
+    // reference taken here is the caller's, given back below.
+    let mine = unsafe { Arc::from_raw(msg.cast::<MsgBuf>()) };
+    let shared = mine.clone();
+    let _ = Arc::into_raw(mine);
+    let r = instance().and_then(|net| net.send_shared(channel, dst, shared, block));
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Copies `len` bytes at `offset` of a message to the calling process's
+/// memory at `dst`; 0, `-EFAULT` or `-EINVAL`.
+///
+/// # Safety
+///
+/// `msg` as for `treenet_msg_len`; `dst` is a user address (checked).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_read_user(
+    msg: *const TreenetMsg,
+    offset: usize,
+    dst: *mut c_void,
+    len: usize,
+) -> c_int {
+    // SAFETY: per the contract, `msg` is a live `Arc<MsgBuf>` pointer.
+    let m = unsafe { &*msg.cast::<MsgBuf>() };
+    match m.read_to_user(offset, UserPtr::from_ptr(dst), len) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

@@ -12,7 +12,7 @@
 
 use crate::stats::Stats;
 use crate::treenet;
-use crate::zoid_kernel::cred::Creds;
+use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
 use crate::zoid_kernel::time::{ms_to_jiffies, now_ns};
 use crate::zoid_proto::version::SUITE_VERSION;
 use crate::zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
@@ -26,6 +26,7 @@ use kernel::new_condvar;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, CondVar, CondVarTimeoutResult, Mutex};
+use kernel::uaccess::UserPtr;
 
 /// The client's knobs (sysfs).
 pub(crate) struct ClientKnobs {
@@ -38,7 +39,25 @@ pub(crate) struct ClientKnobs {
 /// How a call ended.
 enum CallState {
     Waiting,
-    Done { errno: i32, reply: KVVec<u8> },
+    Done { errno: i32, reply: treenet::Message },
+}
+
+/// Where a call's marshalled arguments are.
+pub(crate) enum Args<'a> {
+    /// Kernel memory.
+    Kernel(&'a [u8]),
+    /// `len` bytes of the calling process's memory: copied once, straight
+    /// into the message treenet sends.
+    User(UserPtr, usize),
+}
+
+impl Args<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Args::Kernel(a) => a.len(),
+            Args::User(_, n) => *n,
+        }
+    }
 }
 
 /// One call in flight.
@@ -72,12 +91,35 @@ pub(crate) struct Client {
     attached: CondVar,
 }
 
-/// The reply of a call: errno (0 on success) and the marshalled results.
+/// The reply of a call: errno (0 on success) and the marshalled results,
+/// left in the received message until the caller copies them out.
 pub(crate) struct CallReply {
     /// 0 or a positive errno from the ION.
     pub(crate) errno: i32,
-    /// The results (`i64` return value first), empty when `errno != 0`.
-    pub(crate) data: KVVec<u8>,
+    /// The reply message; the results (`i64` return value first, none when
+    /// `errno != 0`) follow the header.
+    msg: treenet::Message,
+}
+
+impl CallReply {
+    /// Bytes of results.
+    pub(crate) fn len(&self) -> usize {
+        self.msg.len().saturating_sub(CALL_HEADER_LEN)
+    }
+
+    /// The results, copied into kernel memory.
+    pub(crate) fn to_vec(&self) -> Result<KVVec<u8>> {
+        let mut v = KVVec::new();
+        v.resize(self.len(), 0, GFP_KERNEL)?;
+        self.msg.read_at(CALL_HEADER_LEN, &mut v)?;
+        Ok(v)
+    }
+
+    /// The results, copied straight from the message to the calling
+    /// process's memory at `dst` (one copy).
+    pub(crate) fn copy_to_user(&self, dst: UserPtr) -> Result {
+        self.msg.read_to_user(CALL_HEADER_LEN, dst, self.len())
+    }
 }
 
 impl Client {
@@ -108,7 +150,7 @@ impl Client {
     }
 
     /// Receive path: a reply or an attach reply from `src`.
-    pub(crate) fn deliver(&self, src: u16, hdr: &CallHeader, msg: &treenet::Message) {
+    pub(crate) fn deliver(&self, src: u16, hdr: &CallHeader, msg: treenet::Message) {
         match hdr.kind {
             MsgKind::AttachReply => {
                 let mut buf = [0u8; ATTACH_REPLY_LEN];
@@ -135,18 +177,12 @@ impl Client {
                     self.stats.c.replies_stale.fetch_add(1, Relaxed);
                     return;
                 };
-                let body = msg.len().saturating_sub(CALL_HEADER_LEN);
-                let mut reply = KVVec::new();
-                if reply.resize(body, 0, GFP_KERNEL).is_err()
-                    || msg.read_at(CALL_HEADER_LEN, &mut reply).is_err()
-                {
-                    self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-                    return;
-                }
+                // The message itself is filed: the caller copies the
+                // results out (to user memory: the one copy).
                 self.stats.c.replies_received.fetch_add(1, Relaxed);
                 *call.state.lock() = CallState::Done {
                     errno: hdr.errno,
-                    reply,
+                    reply: msg,
                 };
                 call.done.notify_all();
             }
@@ -238,7 +274,7 @@ impl Client {
         plugin: u16,
         function: u16,
         flags: u16,
-        args: &[u8],
+        args: Args<'_>,
         timeout_ms: u32,
     ) -> Result<CallReply> {
         let (mut ion, limits, mut epoch) = self.ensure_attached()?;
@@ -266,17 +302,28 @@ impl Client {
             arg_len: args.len() as u32,
             errno: 0,
         };
-        let mut msg = KVVec::with_capacity(total, GFP_KERNEL)?;
+        // Header and groups, then the arguments, written in place into the
+        // pages treenet sends (user arguments: the one copy).
+        let mut head = [0u8; CALL_HEADER_LEN + 4 + 4 * MAX_GROUPS];
         let mut hb = [0u8; CALL_HEADER_LEN];
         hdr.encode(&mut hb);
-        msg.extend_from_slice(&hb, GFP_KERNEL)?;
+        head[..CALL_HEADER_LEN].copy_from_slice(&hb);
         if !groups.is_empty() {
-            msg.extend_from_slice(&(groups.len() as u32).to_be_bytes(), GFP_KERNEL)?;
-            for g in groups {
-                msg.extend_from_slice(&g.to_be_bytes(), GFP_KERNEL)?;
+            head[CALL_HEADER_LEN..CALL_HEADER_LEN + 4]
+                .copy_from_slice(&(groups.len() as u32).to_be_bytes());
+            for (i, g) in groups.iter().enumerate() {
+                let at = CALL_HEADER_LEN + 4 + 4 * i;
+                head[at..at + 4].copy_from_slice(&g.to_be_bytes());
             }
         }
-        msg.extend_from_slice(args, GFP_KERNEL)?;
+        let head_len = CALL_HEADER_LEN + groups_len;
+        let mut b = treenet::MessageBuilder::new(total)?;
+        b.write_at(0, &head[..head_len])?;
+        match args {
+            Args::Kernel(a) => b.write_at(head_len, a)?,
+            Args::User(p, n) => b.write_user_at(head_len, p, n)?,
+        }
+        let msg = b.seal()?;
 
         let call = Arc::pin_init(
             pin_init!(PendingCall {
@@ -295,7 +342,7 @@ impl Client {
     fn send_and_wait(
         &self,
         call: &Arc<PendingCall>,
-        msg: &[u8],
+        msg: &treenet::Message,
         ion: &mut u16,
         epoch: &mut u32,
         timeout_ms: u32,
@@ -311,7 +358,7 @@ impl Client {
         self.stats.c.calls_sent.fetch_add(1, Relaxed);
         self.stats.c.msgs_sent.fetch_add(1, Relaxed);
         self.stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
-        let mut sent = treenet::send(CHANNEL, *ion, msg, true).is_ok();
+        let mut sent = treenet::send_message(CHANNEL, *ion, msg, true).is_ok();
         loop {
             {
                 let mut g = call.state.lock();
@@ -324,7 +371,7 @@ impl Client {
                     self.stats
                         .round_trip
                         .record_ns(now_ns().saturating_sub(start));
-                    return Ok(CallReply { errno, data: reply });
+                    return Ok(CallReply { errno, msg: reply });
                 }
                 let r = call
                     .done
@@ -354,7 +401,7 @@ impl Client {
                     if e != *epoch || !sent {
                         *ion = i;
                         *epoch = e;
-                        sent = treenet::send(CHANNEL, i, msg, true).is_ok();
+                        sent = treenet::send_message(CHANNEL, i, msg, true).is_ok();
                         self.stats.c.resent.fetch_add(1, Relaxed);
                     }
                 }
@@ -422,12 +469,15 @@ impl Transport for KernelTransport<'_> {
         encode(&mut e).map_err(CallError::Marshal)?;
         let reply = self
             .client
-            .call(&self.creds, plugin, function, 0, &args, 0)
+            .call(&self.creds, plugin, function, 0, Args::Kernel(&args), 0)
             .map_err(|err| CallError::Transport(err.to_errno().abs()))?;
         if reply.errno != 0 {
             return Err(CallError::Errno(reply.errno));
         }
-        let mut d = Decoder::new(&reply.data);
+        let data = reply
+            .to_vec()
+            .map_err(|err| CallError::Transport(err.to_errno().abs()))?;
+        let mut d = Decoder::new(&data);
         decode(&mut d).map_err(CallError::Marshal)?;
         d.finish().map_err(CallError::Marshal)
     }

@@ -13,7 +13,7 @@
 //! On an ION, `ZOID_IOC_F2CN` ([`IocF2cn`]) copies a file to every CN
 //! (f2cn, [`crate::f2cn`]); it needs `CAP_SYS_ADMIN`.
 
-use crate::client::Client;
+use crate::client::{Args, Client};
 use crate::f2cn::{self, F2cn};
 use crate::zoid_kernel::cred::{current_is_admin, Creds};
 use crate::zoid_kernel::vfs;
@@ -253,28 +253,23 @@ impl ZoidFile {
         if c.args_len > max {
             return Err(E2BIG);
         }
-        let mut args = KVVec::new();
-        args.resize(c.args_len as usize, 0, GFP_KERNEL)?;
-        UserSlice::new(UserPtr::from_addr(c.args as usize), c.args_len as usize)
-            .reader()
-            .read_slice(&mut args)?;
+        // One copy each way: the arguments go from user memory straight
+        // into treenet's pages, the results from the received pages
+        // straight to user memory.
         self.calls.fetch_add(1, Relaxed);
         let reply = client.call(
             &Creds::current(),
             c.plugin,
             c.function,
             c.flags as u16,
-            &args,
+            Args::User(UserPtr::from_addr(c.args as usize), c.args_len as usize),
             c.timeout_ms,
         )?;
-        drop(args);
-        if reply.data.len() > c.reply_cap as usize {
+        if reply.len() > c.reply_cap as usize {
             return Err(EOVERFLOW);
         }
-        UserSlice::new(UserPtr::from_addr(c.reply as usize), reply.data.len())
-            .writer()
-            .write_slice(&reply.data)?;
-        c.reply_len = reply.data.len() as u32;
+        reply.copy_to_user(UserPtr::from_addr(c.reply as usize))?;
+        c.reply_len = reply.len() as u32;
         c.error = reply.errno;
         c.encode_out(&mut raw);
         writer.write_slice(&raw)?;

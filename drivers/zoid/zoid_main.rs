@@ -91,7 +91,7 @@ impl treenet::Handler for Net {
         };
         match hdr {
             Some(h) if matches!(h.kind, MsgKind::Reply | MsgKind::AttachReply) => {
-                self.client.deliver(src, &h, &msg);
+                self.client.deliver(src, &h, msg);
             }
             Some(h) if h.kind == MsgKind::FileAck => self.f2cn.ack(src, &h, &msg),
             // Malformed messages too: the server counts them.

@@ -8,6 +8,16 @@
 
 use kernel::page::{Page, PAGE_SIZE};
 use kernel::prelude::*;
+use kernel::uaccess::{UserPtr, UserSliceReader};
+
+extern "C" {
+    fn zk_page_copy_to_user(
+        page: *mut core::ffi::c_void,
+        offset: usize,
+        dst: *mut core::ffi::c_void,
+        len: usize,
+    ) -> core::ffi::c_ulong;
+}
 
 /// A message buffer.
 pub(crate) struct MsgBuf {
@@ -64,6 +74,55 @@ impl MsgBuf {
             unsafe { self.pages[page].write_raw(data.as_ptr(), in_page, n)? };
             data = &data[n..];
             offset += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `n` bytes from user memory (`reader`, which advances) into
+    /// the buffer at `offset`: one copy, straight into the pages.
+    pub(crate) fn write_from_user(
+        &mut self,
+        mut offset: usize,
+        reader: &mut UserSliceReader,
+        mut n: usize,
+    ) -> Result {
+        self.check(offset, n)?;
+        while n > 0 {
+            let (page, in_page) = (offset / PAGE_SIZE, offset % PAGE_SIZE);
+            let k = n.min(PAGE_SIZE - in_page);
+            // SAFETY: `&mut self`: nothing else reads or writes the page;
+            // `in_page + k` is within it, which `check` guarantees exists.
+            unsafe { self.pages[page].copy_from_user_slice_raw(reader, in_page, k)? };
+            n -= k;
+            offset += k;
+        }
+        Ok(())
+    }
+
+    /// Copies `n` bytes at `offset` to user memory at `dst`: one copy,
+    /// straight from the pages (`EFAULT` if `dst` is not writable).
+    pub(crate) fn read_to_user(&self, mut offset: usize, dst: UserPtr, n: usize) -> Result {
+        self.check(offset, n)?;
+        let mut done = 0;
+        while done < n {
+            let (page, in_page) = (offset / PAGE_SIZE, offset % PAGE_SIZE);
+            let k = (n - done).min(PAGE_SIZE - in_page);
+            // SAFETY: the page exists (`check`) and lives as long as `self`;
+            // `in_page + k` is within it; `dst` is a user address, which
+            // copy_to_user checks.
+            let left = unsafe {
+                zk_page_copy_to_user(
+                    self.pages[page].as_ptr().cast(),
+                    in_page,
+                    dst.wrapping_byte_add(done).as_mut_ptr(),
+                    k,
+                )
+            };
+            if left != 0 {
+                return Err(EFAULT);
+            }
+            done += k;
+            offset += k;
         }
         Ok(())
     }

@@ -5,6 +5,7 @@
  */
 #include "cred.c"
 #include "kthread.c"
+#include "msgbuf.c"
 #include "netlink.c"
 #include "umh.c"
 #include "vfs.c"

@@ -84,4 +84,9 @@ int zk_path_rename(struct zk_export *e, const char *from, const char *to);
 /* umh.c */
 int zk_run_helper(const char *path, char **argv, char **envp, bool wait);
 
+/* msgbuf.c */
+struct page;
+unsigned long zk_page_copy_to_user(struct page *page, size_t offset, void __user *dst,
+				   size_t len);
+
 #endif
