@@ -66,6 +66,8 @@ pub enum MarshalError {
     BadString,
     /// A bool or presence marker that is neither 0 nor 1.
     BadBool,
+    /// A value its type does not allow (a handle's length, bytes past it).
+    BadValue,
     /// Decoding: bytes left over after the last value.
     Trailing,
 }
@@ -73,12 +75,12 @@ pub enum MarshalError {
 impl MarshalError {
     /// The positive errno reporting this error: `NoSpace` and `TooLong` are
     /// `E2BIG`, `Truncated` and `Trailing` (a malformed message) `EBADMSG`,
-    /// `BadString` and `BadBool` (a malformed value) `EINVAL`.
+    /// `BadString`, `BadBool` and `BadValue` (a malformed value) `EINVAL`.
     pub const fn errno(&self) -> i32 {
         match self {
             Self::NoSpace | Self::TooLong => errno::E2BIG,
             Self::Truncated | Self::Trailing => errno::EBADMSG,
-            Self::BadString | Self::BadBool => errno::EINVAL,
+            Self::BadString | Self::BadBool | Self::BadValue => errno::EINVAL,
         }
     }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Driver of the `zoid_dispatch` fuzz target: zoid messages through
-//! `split_call` and the `ztest` / `unix` dispatchers, replies through the
-//! client stubs.
+//! `split_call` and the `ztest` / `unix` / `zoidfs` dispatchers, replies
+//! through the client stubs.
 //!
 //! Every call a dispatcher accepts is replayed through the matching client
 //! stub with the values the server received: the stub must encode exactly
@@ -19,6 +19,7 @@ use zoid_proto::zoid::plugin::{
     Reply, Transport,
 };
 use zoid_proto::zoid::plugins::unix::{self, Stat};
+use zoid_proto::zoid::plugins::zoidfs::{self, Handle, SetAttr, StatFs, MAX_HANDLE};
 use zoid_proto::zoid::plugins::ztest;
 use zoid_proto::zoid::wire::{
     self, split_call, AttachReply, AttachRequest, CallHeader, MsgKind, FLAGS_KNOWN, FLAG_GROUPS,
@@ -34,6 +35,9 @@ pub const ZCTRL_CALL: u8 = 0x02;
 pub const ZCTRL_ZTEST: u8 = 0x04;
 /// Record control bit: address `unix` (function id modulo 32).
 pub const ZCTRL_UNIX: u8 = 0x08;
+/// Record control bit: address `zoidfs` (function id modulo 32), unless
+/// `ZCTRL_ZTEST` or `ZCTRL_UNIX` is set too.
+pub const ZCTRL_ZOIDFS: u8 = 0x10;
 /// Record control bit: the record is a reply for the client stub picked by
 /// its first byte (the rest are the reply's arguments).
 pub const ZCTRL_CLIENT: u8 = 0x40;
@@ -457,6 +461,285 @@ impl unix::Server for Dummy {
     }
 }
 
+/// A handle derived from a seed (1 to [`MAX_HANDLE`] bytes).
+fn handle_of(seed: i64) -> Handle {
+    let n = (seed.unsigned_abs() as usize % MAX_HANDLE) + 1;
+    let bytes: Vec<u8> = (0..n).map(|i| (seed as u8).wrapping_add(i as u8)).collect();
+    Handle::new(&bytes).unwrap()
+}
+
+/// A seed from a handle.
+fn seed_of(h: &Handle) -> i64 {
+    h.as_bytes().iter().map(|&b| i64::from(b)).sum::<i64>() + h.as_bytes().len() as i64
+}
+
+/// Replays a stub whose outs are a handle and a `Stat`, checking both.
+macro_rules! made {
+    ($ctx:ident, $seed:expr, $made:ident, $attr:ident, |$t:ident, $h:ident, $st:ident| $call:expr) => {{
+        let seed: i64 = $seed;
+        *$made = handle_of(seed);
+        *$attr = stat_of(seed);
+        let (want_h, want_st) = (*$made, *$attr);
+        $ctx.ran(Box::new(move |$t| {
+            let (mut $h, mut $st) = (Handle::default(), Stat::default());
+            let r = $call;
+            if r.is_ok() {
+                assert_eq!(($h, $st), (want_h, want_st));
+            }
+            r
+        }));
+        outcome(seed)
+    }};
+}
+
+impl zoidfs::Server for Dummy {
+    type Ctx = Rec;
+
+    fn root(&self, ctx: &Rec, export: &[u8], root: &mut Handle, attr: &mut Stat) -> CallResult {
+        let e = export.to_vec();
+        made!(ctx, len(export), root, attr, |t, h, st| {
+            zoidfs::client::root(t, &e, &mut h, &mut st)
+        })
+    }
+
+    fn lookup(
+        &self,
+        ctx: &Rec,
+        dir: Handle,
+        name: &[u8],
+        found: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let n = name.to_vec();
+        made!(ctx, seed_of(&dir) + len(name), found, attr, |t, h, st| {
+            zoidfs::client::lookup(t, dir, &n, &mut h, &mut st)
+        })
+    }
+
+    fn getattr(&self, ctx: &Rec, h: Handle, attr: &mut Stat) -> CallResult {
+        let seed = seed_of(&h);
+        *attr = stat_of(seed);
+        let want = *attr;
+        ctx.ran(Box::new(move |t| {
+            let mut st = Stat::default();
+            let r = zoidfs::client::getattr(t, h, &mut st);
+            if r.is_ok() {
+                assert_eq!(st, want);
+            }
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn setattr(&self, ctx: &Rec, h: Handle, set: SetAttr, attr: &mut Stat) -> CallResult {
+        let seed = seed_of(&h) ^ i64::from(set.valid);
+        *attr = stat_of(seed);
+        let want = *attr;
+        ctx.ran(Box::new(move |t| {
+            let mut st = Stat::default();
+            let r = zoidfs::client::setattr(t, h, set, &mut st);
+            if r.is_ok() {
+                assert_eq!(st, want);
+            }
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn create(
+        &self,
+        ctx: &Rec,
+        dir: Handle,
+        name: &[u8],
+        mode: u32,
+        excl: bool,
+        made: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let n = name.to_vec();
+        made!(
+            ctx,
+            seed_of(&dir) + i64::from(mode),
+            made,
+            attr,
+            |t, h, st| { zoidfs::client::create(t, dir, &n, mode, excl, &mut h, &mut st) }
+        )
+    }
+
+    fn mkdir(
+        &self,
+        ctx: &Rec,
+        dir: Handle,
+        name: &[u8],
+        mode: u32,
+        made: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let n = name.to_vec();
+        made!(
+            ctx,
+            seed_of(&dir) - i64::from(mode),
+            made,
+            attr,
+            |t, h, st| { zoidfs::client::mkdir(t, dir, &n, mode, &mut h, &mut st) }
+        )
+    }
+
+    fn symlink(
+        &self,
+        ctx: &Rec,
+        dir: Handle,
+        name: &[u8],
+        target: &[u8],
+        made: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let (n, g) = (name.to_vec(), target.to_vec());
+        made!(ctx, seed_of(&dir) + len(target), made, attr, |t, h, st| {
+            zoidfs::client::symlink(t, dir, &n, &g, &mut h, &mut st)
+        })
+    }
+
+    fn link(&self, ctx: &Rec, h: Handle, dir: Handle, name: &[u8], attr: &mut Stat) -> CallResult {
+        let seed = seed_of(&h) * 2 + seed_of(&dir);
+        *attr = stat_of(seed);
+        let (want, n) = (*attr, name.to_vec());
+        ctx.ran(Box::new(move |t| {
+            let mut st = Stat::default();
+            let r = zoidfs::client::link(t, h, dir, &n, &mut st);
+            if r.is_ok() {
+                assert_eq!(st, want);
+            }
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn remove(&self, ctx: &Rec, dir: Handle, name: &[u8], is_dir: bool) -> CallResult {
+        let n = name.to_vec();
+        ctx.ran(Box::new(move |t| {
+            zoidfs::client::remove(t, dir, &n, is_dir)
+        }));
+        outcome(seed_of(&dir) + i64::from(is_dir))
+    }
+
+    fn rename(
+        &self,
+        ctx: &Rec,
+        from_dir: Handle,
+        from: &[u8],
+        to_dir: Handle,
+        to: &[u8],
+        flags: u32,
+    ) -> CallResult {
+        let (f, o) = (from.to_vec(), to.to_vec());
+        ctx.ran(Box::new(move |t| {
+            zoidfs::client::rename(t, from_dir, &f, to_dir, &o, flags)
+        }));
+        outcome(seed_of(&from_dir) - seed_of(&to_dir) + i64::from(flags))
+    }
+
+    fn readlink(&self, ctx: &Rec, h: Handle, target: &mut [u8], cap: u32) -> CallResult {
+        assert_eq!(target.len(), cap as usize);
+        let seed = seed_of(&h) - i64::from(cap);
+        fill(target, seed);
+        ctx.ran(Box::new(move |t| {
+            let mut buf = out_buf(cap);
+            let r = zoidfs::client::readlink(t, h, &mut buf, cap);
+            check_out(&buf, sent_ret(&r, cap), seed);
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn readdir(
+        &self,
+        ctx: &Rec,
+        dir: Handle,
+        cookie: i64,
+        entries: &mut [u8],
+        cap: u32,
+    ) -> CallResult {
+        assert_eq!(entries.len(), cap as usize);
+        let seed = seed_of(&dir) ^ cookie;
+        fill(entries, seed);
+        ctx.ran(Box::new(move |t| {
+            let mut buf = out_buf(cap);
+            let r = zoidfs::client::readdir(t, dir, cookie, &mut buf, cap);
+            check_out(&buf, sent_ret(&r, cap), seed);
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn read(&self, ctx: &Rec, h: Handle, offset: i64, data: &mut [u8], count: u32) -> CallResult {
+        assert_eq!(data.len(), count as usize);
+        let seed = seed_of(&h).wrapping_add(offset);
+        fill(data, seed);
+        ctx.ran(Box::new(move |t| {
+            let mut buf = out_buf(count);
+            let r = zoidfs::client::read(t, h, offset, &mut buf, count);
+            check_out(&buf, sent_ret(&r, count), seed);
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn write(
+        &self,
+        ctx: &Rec,
+        h: Handle,
+        offset: i64,
+        data: &[u8],
+        sync: bool,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let seed = seed_of(&h).wrapping_sub(offset) + len(data);
+        *attr = stat_of(seed);
+        let (want, d) = (*attr, data.to_vec());
+        ctx.ran(Box::new(move |t| {
+            let mut st = Stat::default();
+            let r = zoidfs::client::write(t, h, offset, &d, sync, &mut st);
+            if r.is_ok() {
+                assert_eq!(st, want);
+            }
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn commit(&self, ctx: &Rec, h: Handle, datasync: bool) -> CallResult {
+        ctx.ran(Box::new(move |t| zoidfs::client::commit(t, h, datasync)));
+        outcome(seed_of(&h) + i64::from(datasync))
+    }
+
+    fn statfs(&self, ctx: &Rec, h: Handle, st: &mut StatFs) -> CallResult {
+        let seed = seed_of(&h);
+        let s = seed as u64;
+        *st = StatFs {
+            kind: s,
+            bsize: 4096,
+            frsize: 512,
+            blocks: s << 3,
+            bfree: s,
+            bavail: s >> 1,
+            files: !s,
+            ffree: s ^ 0x55,
+            namelen: 255,
+        };
+        let want = *st;
+        ctx.ran(Box::new(move |t| {
+            let mut got = StatFs::default();
+            let r = zoidfs::client::statfs(t, h, &mut got);
+            if r.is_ok() {
+                assert_eq!(got, want);
+            }
+            r
+        }));
+        outcome(seed)
+    }
+}
+
 /// Replays a call: checks the stub's request against the original and
 /// hands it the dispatcher's reply.
 struct ReplayTransport<'a> {
@@ -518,7 +801,10 @@ fn client_stub(which: u8, reply: &[u8]) -> bool {
     let mut x = 5u64;
     let mut sum = 0i64;
     let cap = 16u32;
-    let r = match which % 31 {
+    let mut h = Handle::default();
+    let mut sfs = StatFs::default();
+    let any = Handle::new(b"h").unwrap();
+    let r = match which % 47 {
         0 => ztest::client::null(t),
         1 => ztest::client::echo(t, b"abc", &mut buf, cap),
         2 => ztest::client::add(t, 1, 2, &mut sum),
@@ -549,8 +835,26 @@ fn client_stub(which: u8, reply: &[u8]) -> bool {
         27 => unix::client::symlink(t, b"/f", b"/l"),
         28 => unix::client::getdents(t, 3, &mut buf, cap),
         29 => unix::client::readv(t, 3, &mut buf, cap),
-        _ => unix::client::writev(t, 3, b"data"),
+        30 => unix::client::writev(t, 3, b"data"),
+        31 => zoidfs::client::root(t, b"", &mut h, &mut st),
+        32 => zoidfs::client::lookup(t, any, b"n", &mut h, &mut st),
+        33 => zoidfs::client::getattr(t, any, &mut st),
+        34 => zoidfs::client::setattr(t, any, SetAttr::default(), &mut st),
+        35 => zoidfs::client::create(t, any, b"n", 0o644, true, &mut h, &mut st),
+        36 => zoidfs::client::mkdir(t, any, b"n", 0o755, &mut h, &mut st),
+        37 => zoidfs::client::symlink(t, any, b"n", b"t", &mut h, &mut st),
+        38 => zoidfs::client::link(t, any, any, b"n", &mut st),
+        39 => zoidfs::client::remove(t, any, b"n", false),
+        40 => zoidfs::client::rename(t, any, b"a", any, b"b", 0),
+        41 => zoidfs::client::readlink(t, any, &mut buf, cap),
+        42 => zoidfs::client::readdir(t, any, 0, &mut buf, cap),
+        43 => zoidfs::client::read(t, any, 0, &mut buf, cap),
+        44 => zoidfs::client::write(t, any, 0, b"data", false, &mut st),
+        45 => zoidfs::client::commit(t, any, false),
+        _ => zoidfs::client::statfs(t, any, &mut sfs),
     };
+    // A handle a stub accepted is a valid one.
+    assert!(h == Handle::default() || !h.as_bytes().is_empty());
     assert!(
         buf[cap as usize..].iter().all(|&b| b == CANARY),
         "stub wrote past its count"
@@ -589,11 +893,13 @@ fn fix_up(ctrl: u8, msg: &mut [u8]) {
     if ctrl & ZCTRL_CALL != 0 {
         msg[1] = MsgKind::Call as u8;
     }
-    if ctrl & (ZCTRL_ZTEST | ZCTRL_UNIX) != 0 {
+    if ctrl & (ZCTRL_ZTEST | ZCTRL_UNIX | ZCTRL_ZOIDFS) != 0 {
         let (plugin, functions) = if ctrl & ZCTRL_ZTEST != 0 {
             (ztest::ID, 16)
-        } else {
+        } else if ctrl & ZCTRL_UNIX != 0 {
             (unix::ID, 32)
+        } else {
+            (zoidfs::ID, 32)
         };
         msg[4..6].copy_from_slice(&plugin.to_be_bytes());
         let f = u16::from_be_bytes([msg[6], msg[7]]) % functions;
@@ -608,6 +914,7 @@ fn call(stats: &mut ZoidStats, h: &CallHeader, args: &[u8], reply_size: usize) {
     let r = match h.plugin {
         ztest::ID => ztest::dispatch(&Dummy, &rec, h.function, args, &mut reply),
         unix::ID => unix::dispatch(&Dummy, &rec, h.function, args, &mut reply),
+        zoidfs::ID => zoidfs::dispatch(&Dummy, &rec, h.function, args, &mut reply),
         _ => {
             stats.unknown_plugin += 1;
             return;
@@ -615,7 +922,8 @@ fn call(stats: &mut ZoidStats, h: &CallHeader, args: &[u8], reply_size: usize) {
     };
     let known = match h.plugin {
         ztest::ID => ztest::function_name(h.function).is_some(),
-        _ => unix::function_name(h.function).is_some(),
+        unix::ID => unix::function_name(h.function).is_some(),
+        _ => zoidfs::function_name(h.function).is_some(),
     };
     match r {
         Err(e) => {
@@ -768,8 +1076,9 @@ pub fn zoid_record(ctrl: u8, bytes: &[u8]) -> Vec<u8> {
 /// [`REPLY_SIZES`]), then records of a control byte, a big-endian 16-bit
 /// length and that many bytes (capped at the input's end).  A record is a
 /// message (after [`ZCTRL_FIX`] / [`ZCTRL_CALL`] / [`ZCTRL_ZTEST`] /
-/// [`ZCTRL_UNIX`] fix-ups) for `split_call` and, if a call to `ztest` or
-/// `unix`, their `dispatch` with a dummy server; with [`ZCTRL_CLIENT`] the
+/// [`ZCTRL_UNIX`] / [`ZCTRL_ZOIDFS`] fix-ups) for `split_call` and, if a
+/// call to `ztest`, `unix` or `zoidfs`, their `dispatch` with a dummy
+/// server; with [`ZCTRL_CLIENT`] the
 /// reply arguments for a client stub; with [`ZCTRL_RESTART`] a new config
 /// byte.
 pub fn zoid_dispatch(input: &[u8]) -> ZoidStats {
@@ -854,6 +1163,16 @@ pub fn sample_calls() -> Vec<(u16, u16, Vec<u8>)> {
     let mut buf = [0u8; 64];
     let mut st = Stat::default();
     let (mut x, mut sum) = (0x1122_3344_5566_7788u64, 0i64);
+    let (h1, h2) = (handle_of(1), handle_of(-77));
+    let mut fh = Handle::default();
+    let mut sfs = StatFs::default();
+    let set = SetAttr {
+        valid: zoidfs::setattr::MODE | zoidfs::setattr::MTIME,
+        mode: 0o600,
+        mtime_sec: 1_700_000_000,
+        mtime_nsec: 5,
+        ..SetAttr::default()
+    };
     let b = &mut buf;
     vec![
         capture_call(|t| ztest::client::null(t)),
@@ -888,5 +1207,22 @@ pub fn sample_calls() -> Vec<(u16, u16, Vec<u8>)> {
         capture_call(|t| unix::client::getdents(t, 5, b, 64)),
         capture_call(|t| unix::client::readv(t, 3, b, 7)),
         capture_call(|t| unix::client::writev(t, 3, b"vec")),
+        capture_call(|t| ztest::client::rendezvous(t, 7)),
+        capture_call(|t| zoidfs::client::root(t, b"", &mut fh, &mut st)),
+        capture_call(|t| zoidfs::client::lookup(t, h1, b"name", &mut fh, &mut st)),
+        capture_call(|t| zoidfs::client::getattr(t, h1, &mut st)),
+        capture_call(|t| zoidfs::client::setattr(t, h1, set, &mut st)),
+        capture_call(|t| zoidfs::client::create(t, h1, b"f", 0o644, true, &mut fh, &mut st)),
+        capture_call(|t| zoidfs::client::mkdir(t, h1, b"d", 0o755, &mut fh, &mut st)),
+        capture_call(|t| zoidfs::client::symlink(t, h1, b"l", b"f", &mut fh, &mut st)),
+        capture_call(|t| zoidfs::client::link(t, h2, h1, b"g", &mut st)),
+        capture_call(|t| zoidfs::client::remove(t, h1, b"d", true)),
+        capture_call(|t| zoidfs::client::rename(t, h1, b"f", h2, b"g", 1)),
+        capture_call(|t| zoidfs::client::readlink(t, h2, b, 20)),
+        capture_call(|t| zoidfs::client::readdir(t, h1, 3, b, 64)),
+        capture_call(|t| zoidfs::client::read(t, h2, 4096, b, 64)),
+        capture_call(|t| zoidfs::client::write(t, h2, 8192, b"data", true, &mut st)),
+        capture_call(|t| zoidfs::client::commit(t, h2, false)),
+        capture_call(|t| zoidfs::client::statfs(t, h1, &mut sfs)),
     ]
 }
