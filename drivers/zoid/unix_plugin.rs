@@ -199,7 +199,11 @@ impl Unix {
     }
 
     /// Runs `f` on the export with the caller's (mapped) credentials.
-    fn as_caller(&self, ctx: &Caller, f: impl FnOnce(&Export) -> CallResult) -> CallResult {
+    pub(crate) fn as_caller(
+        &self,
+        ctx: &Caller,
+        f: impl FnOnce(&Export) -> CallResult,
+    ) -> CallResult {
         let export = self.export()?;
         let squash = self.root_squash.load(Relaxed) != 0;
         let c = &ctx.creds;

@@ -24,6 +24,7 @@ mod server;
 mod stats;
 mod sysfs_attrs;
 mod unix_plugin;
+mod zoidfs_plugin;
 mod ztest_plugin;
 
 #[path = "../treenet/abi.rs"]
@@ -148,6 +149,10 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
     let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
     plugins.register(unix.clone())?;
+    plugins.register(Arc::new(
+        zoidfs_plugin::Zoidfs { unix: unix.clone() },
+        GFP_KERNEL,
+    )?)?;
     let job = Arc::pin_init(job_plugin::Job::new(), GFP_KERNEL)?;
     plugins.register(job.clone())?;
     let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;

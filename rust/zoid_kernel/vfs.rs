@@ -392,3 +392,266 @@ impl Drop for Creds {
         unsafe { zk_creds_put(self.raw) }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Objects named by file handles (`shim/vfs_obj.c`): the zoidfs plug-in's
+// stateless handles.
+
+/// `struct zk_obj`, opaque here.
+#[repr(C)]
+struct RawObj {
+    _private: [u8; 0],
+}
+
+/// `struct zk_setattr` of the shim: attribute changes, `valid` selecting
+/// (the zoidfs `setattr` bits).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct SetAttr {
+    pub(crate) valid: u32,
+    pub(crate) mode: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) size: i64,
+    pub(crate) atime_sec: i64,
+    pub(crate) mtime_sec: i64,
+    pub(crate) atime_nsec: u32,
+    pub(crate) mtime_nsec: u32,
+}
+
+/// `struct zk_statfs` of the shim.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct StatFs {
+    pub(crate) kind: u64,
+    pub(crate) blocks: u64,
+    pub(crate) bfree: u64,
+    pub(crate) bavail: u64,
+    pub(crate) files: u64,
+    pub(crate) ffree: u64,
+    pub(crate) bsize: u32,
+    pub(crate) frsize: u32,
+    pub(crate) namelen: u32,
+}
+
+extern "C" {
+    fn zk_obj_put(o: *mut RawObj);
+    fn zk_export_root_obj(e: *mut RawExport, err: *mut c_int) -> *mut RawObj;
+    fn zk_obj_fh(o: *mut RawObj, buf: *mut u8, cap: u32) -> c_int;
+    fn zk_fh_resolve(e: *mut RawExport, fh: *const u8, len: u32, err: *mut c_int) -> *mut RawObj;
+    fn zk_obj_stat(o: *mut RawObj, st: *mut Stat) -> c_int;
+    fn zk_obj_lookup(dir: *mut RawObj, name: *const u8, len: u32, err: *mut c_int) -> *mut RawObj;
+    fn zk_obj_create(
+        dir: *mut RawObj,
+        name: *const u8,
+        len: u32,
+        mode: u32,
+        kind: c_int,
+        target: *const c_char,
+        err: *mut c_int,
+    ) -> *mut RawObj;
+    fn zk_obj_link(o: *mut RawObj, dir: *mut RawObj, name: *const u8, len: u32) -> c_int;
+    fn zk_obj_remove(dir: *mut RawObj, name: *const u8, len: u32, is_dir: bool) -> c_int;
+    fn zk_obj_rename(
+        from_dir: *mut RawObj,
+        from: *const u8,
+        from_len: u32,
+        to_dir: *mut RawObj,
+        to: *const u8,
+        to_len: u32,
+        flags: u32,
+    ) -> c_int;
+    fn zk_obj_readlink(o: *mut RawObj, buf: *mut u8, size: u32) -> c_int;
+    fn zk_obj_open(o: *mut RawObj, flags: c_int, err: *mut c_int) -> *mut RawFile;
+    fn zk_obj_setattr(o: *mut RawObj, s: *const SetAttr) -> c_int;
+    fn zk_obj_statfs(o: *mut RawObj, out: *mut StatFs) -> c_int;
+}
+
+/// One component of a path: 1 to 255 bytes, no `/` or NUL (`EINVAL`),
+/// not `.` or `..` (`EACCES`: a handle's walk never goes up).
+#[derive(Clone, Copy)]
+pub(crate) struct Name<'a>(&'a [u8]);
+
+impl<'a> Name<'a> {
+    /// Checks `name`.
+    pub(crate) fn new(name: &'a [u8]) -> Result<Self> {
+        if name.is_empty() {
+            return Err(ENOENT);
+        }
+        if name.len() > 255 {
+            return Err(ENAMETOOLONG);
+        }
+        if name.iter().any(|&c| c == 0 || c == b'/') {
+            return Err(EINVAL);
+        }
+        if name == b"." || name == b".." {
+            return Err(EACCES);
+        }
+        Ok(Self(name))
+    }
+
+    fn raw(&self) -> (*const u8, u32) {
+        // At most 255 bytes (checked).
+        (self.0.as_ptr(), self.0.len() as u32)
+    }
+}
+
+/// What [`Obj::create`] makes.
+#[derive(Clone, Copy)]
+pub(crate) enum Make<'a> {
+    /// A regular file; an existing one is returned as it is.
+    File,
+    /// A regular file that must not exist yet (`EEXIST`).
+    FileExcl,
+    /// A directory.
+    Dir,
+    /// A symbolic link to this target.
+    Symlink(&'a CPath),
+}
+
+/// An object of an export: a file, directory or link it holds, named by a
+/// file handle.
+pub(crate) struct Obj {
+    raw: *mut RawObj,
+}
+
+// SAFETY: a `struct path` reference, usable and released from any thread;
+// the shim takes the locks each operation needs.
+unsafe impl Send for Obj {}
+// SAFETY: as above; no operation changes the reference itself.
+unsafe impl Sync for Obj {}
+
+fn obj_or(raw: *mut RawObj, err: c_int) -> Result<Obj> {
+    if raw.is_null() {
+        Err(Error::from_errno(err))
+    } else {
+        Ok(Obj { raw })
+    }
+}
+
+impl Export {
+    /// The export's root directory.
+    pub(crate) fn root(&self) -> Result<Obj> {
+        let mut err = 0;
+        // SAFETY: `raw` is live; `err` writable.
+        obj_or(unsafe { zk_export_root_obj(self.raw, &mut err) }, err)
+    }
+
+    /// The object file handle `fh` names (as [`Obj::file_handle`] wrote
+    /// it): `ESTALE` if it names nothing (any more) at or below the root.
+    pub(crate) fn resolve(&self, fh: &[u8]) -> Result<Obj> {
+        let len = u32::try_from(fh.len()).map_err(|_| ESTALE)?;
+        let mut err = 0;
+        // SAFETY: `raw` is live; `fh` readable for `len` bytes; `err`
+        // writable.
+        obj_or(
+            unsafe { zk_fh_resolve(self.raw, fh.as_ptr(), len, &mut err) },
+            err,
+        )
+    }
+}
+
+impl Obj {
+    /// Writes the object's file handle into `buf`; returns its length.
+    pub(crate) fn file_handle(&self, buf: &mut [u8]) -> Result<usize> {
+        let cap = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        // SAFETY: `raw` is live; `buf` writable for `cap` bytes.
+        let rc = unsafe { zk_obj_fh(self.raw, buf.as_mut_ptr(), cap) };
+        check(rc).map(|()| rc as usize)
+    }
+
+    /// Its attributes.
+    pub(crate) fn stat(&self) -> Result<Stat> {
+        let mut st = Stat::default();
+        // SAFETY: `raw` is live; `st` writable.
+        check(unsafe { zk_obj_stat(self.raw, &mut st) })?;
+        Ok(st)
+    }
+
+    /// Entry `name` of this directory (`ENOENT`, `ENOTDIR`).
+    pub(crate) fn lookup(&self, name: Name<'_>) -> Result<Obj> {
+        let (p, n) = name.raw();
+        let mut err = 0;
+        // SAFETY: `raw` is live; `p` readable for `n` bytes.
+        obj_or(unsafe { zk_obj_lookup(self.raw, p, n, &mut err) }, err)
+    }
+
+    /// Makes `name` in this directory (permission bits `mode`).
+    pub(crate) fn create(&self, name: Name<'_>, mode: u32, what: Make<'_>) -> Result<Obj> {
+        let (kind, target) = match what {
+            Make::File => (0, core::ptr::null()),
+            Make::FileExcl => (1, core::ptr::null()),
+            Make::Dir => (2, core::ptr::null()),
+            Make::Symlink(t) => (3, t.ptr()),
+        };
+        let (p, n) = name.raw();
+        let mut err = 0;
+        // SAFETY: `raw` is live; `p` readable for `n` bytes; `target` null
+        // or NUL-terminated.
+        let o = unsafe { zk_obj_create(self.raw, p, n, mode & 0o7777, kind, target, &mut err) };
+        obj_or(o, err)
+    }
+
+    /// Makes `name` in directory `dir` a hard link to this object.
+    pub(crate) fn link(&self, dir: &Obj, name: Name<'_>) -> Result {
+        let (p, n) = name.raw();
+        // SAFETY: both live; `p` readable for `n` bytes.
+        check(unsafe { zk_obj_link(self.raw, dir.raw, p, n) })
+    }
+
+    /// Removes entry `name` of this directory (a directory with `is_dir`).
+    pub(crate) fn remove(&self, name: Name<'_>, is_dir: bool) -> Result {
+        let (p, n) = name.raw();
+        // SAFETY: `raw` is live; `p` readable for `n` bytes.
+        check(unsafe { zk_obj_remove(self.raw, p, n, is_dir) })
+    }
+
+    /// Renames entry `from` of this directory to `to` in `to_dir`
+    /// (`RENAME_NOREPLACE` / `RENAME_EXCHANGE` in `flags`).
+    pub(crate) fn rename(&self, from: Name<'_>, to_dir: &Obj, to: Name<'_>, flags: u32) -> Result {
+        let ((fp, fl), (tp, tl)) = (from.raw(), to.raw());
+        // SAFETY: both live; the names readable for their lengths.
+        check(unsafe { zk_obj_rename(self.raw, fp, fl, to_dir.raw, tp, tl, flags) })
+    }
+
+    /// A symbolic link's target (up to `buf.len()` bytes copied); returns
+    /// its whole length.
+    pub(crate) fn readlink(&self, buf: &mut [u8]) -> Result<usize> {
+        let size = u32::try_from(buf.len()).unwrap_or(u32::MAX);
+        // SAFETY: `raw` is live; `buf` writable for `size` bytes.
+        let rc = unsafe { zk_obj_readlink(self.raw, buf.as_mut_ptr(), size) };
+        check(rc).map(|()| rc as usize)
+    }
+
+    /// Opens the object (open(2) `flags`, kernel numbering).
+    pub(crate) fn open(&self, flags: u32) -> Result<File> {
+        let mut err = 0;
+        // SAFETY: `raw` is live; `err` writable.
+        let f = unsafe { zk_obj_open(self.raw, flags as c_int, &mut err) };
+        if f.is_null() {
+            return Err(Error::from_errno(err));
+        }
+        Ok(File { raw: f })
+    }
+
+    /// Changes the attributes `set.valid` selects.
+    pub(crate) fn setattr(&self, set: &SetAttr) -> Result {
+        // SAFETY: `raw` is live; `set` readable.
+        check(unsafe { zk_obj_setattr(self.raw, set) })
+    }
+
+    /// Statistics of its filesystem.
+    pub(crate) fn statfs(&self) -> Result<StatFs> {
+        let mut out = StatFs::default();
+        // SAFETY: `raw` is live; `out` writable.
+        check(unsafe { zk_obj_statfs(self.raw, &mut out) })?;
+        Ok(out)
+    }
+}
+
+impl Drop for Obj {
+    fn drop(&mut self) {
+        // SAFETY: `raw` is our reference; this is its one release.
+        unsafe { zk_obj_put(self.raw) }
+    }
+}

@@ -9,3 +9,4 @@
 #include "netlink.c"
 #include "umh.c"
 #include "vfs.c"
+#include "vfs_obj.c"

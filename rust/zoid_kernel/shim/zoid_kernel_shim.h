@@ -81,6 +81,34 @@ int zk_path_symlink(struct zk_export *e, const char *target, const char *path);
 int zk_path_remove(struct zk_export *e, const char *path, bool dir);
 int zk_path_rename(struct zk_export *e, const char *from, const char *to);
 
+/* vfs_obj.c: objects named by file handles (zoidfs). */
+struct zk_obj;
+struct zk_setattr {
+	u32 valid, mode, uid, gid;
+	s64 size, atime_sec, mtime_sec;
+	u32 atime_nsec, mtime_nsec;
+};
+struct zk_statfs {
+	u64 kind, blocks, bfree, bavail, files, ffree;
+	u32 bsize, frsize, namelen;
+};
+void zk_obj_put(struct zk_obj *o);
+struct zk_obj *zk_export_root_obj(struct zk_export *e, int *err);
+int zk_obj_fh(struct zk_obj *o, u8 *buf, u32 cap);
+struct zk_obj *zk_fh_resolve(struct zk_export *e, const u8 *fh, u32 len, int *err);
+int zk_obj_stat(struct zk_obj *o, struct zk_stat *st);
+struct zk_obj *zk_obj_lookup(struct zk_obj *dir, const char *name, u32 len, int *err);
+struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 mode,
+			     int kind, const char *target, int *err);
+int zk_obj_link(struct zk_obj *o, struct zk_obj *dir, const char *name, u32 len);
+int zk_obj_remove(struct zk_obj *dir, const char *name, u32 len, bool is_dir);
+int zk_obj_rename(struct zk_obj *from_dir, const char *from, u32 from_len,
+		  struct zk_obj *to_dir, const char *to, u32 to_len, u32 flags);
+int zk_obj_readlink(struct zk_obj *o, u8 *buf, u32 size);
+struct file *zk_obj_open(struct zk_obj *o, int flags, int *err);
+int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s);
+int zk_obj_statfs(struct zk_obj *o, struct zk_statfs *out);
+
 /* umh.c */
 int zk_run_helper(const char *path, char **argv, char **envp, bool wait);
 

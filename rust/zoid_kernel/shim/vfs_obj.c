@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zoid_kernel C shim: objects of an export named by file handles (the
+ * zoidfs plug-in's stateless handles), after nfsd's vfs.c.
+ *
+ * A zk_obj is a referenced path (the export's mount and a dentry below its
+ * root).  Handles are exportfs file handles: [fh type][fid words]; decoding
+ * accepts only dentries below the export's root, and an object that no
+ * longer exists decodes to -ESTALE.  Names are single components (the Rust
+ * side refuses "", ".", "..", "/" and NUL); every operation runs with the
+ * caller's credentials (installed by the Rust side), so the usual
+ * permission checks apply.  Included after vfs.c (zk_fill_stat).
+ */
+#include <linux/exportfs.h>
+#include <linux/statfs.h>
+
+/* Fid words a handle holds: 63 bytes after the type byte, rounded down. */
+#define ZK_FID_WORDS 15
+
+struct zk_obj {
+	struct path path;
+};
+
+static struct zk_obj *zk_obj_new(struct vfsmount *mnt, struct dentry *d, int *err)
+{
+	struct zk_obj *o = kmalloc(sizeof(*o), GFP_KERNEL);
+
+	if (!o) {
+		dput(d);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	o->path.mnt = mntget(mnt);
+	o->path.dentry = d;
+	*err = 0;
+	return o;
+}
+
+void zk_obj_put(struct zk_obj *o)
+{
+	path_put(&o->path);
+	kfree(o);
+}
+
+struct zk_obj *zk_export_root_obj(struct zk_export *e, int *err)
+{
+	return zk_obj_new(e->root.mnt, dget(e->root.dentry), err);
+}
+
+/* The handle of @o: [type][fid], at most @cap bytes; its length or -errno. */
+int zk_obj_fh(struct zk_obj *o, u8 *buf, u32 cap)
+{
+	u32 fid[ZK_FID_WORDS];
+	int words = ZK_FID_WORDS;
+	int type;
+
+	type = exportfs_encode_fh(o->path.dentry, (struct fid *)fid, &words, 0);
+	if (type < 0)
+		return type;
+	if (type == FILEID_INVALID || type > 255 || words > ZK_FID_WORDS ||
+	    1 + 4 * words > cap)
+		return -EOVERFLOW;
+	buf[0] = type;
+	memcpy(buf + 1, fid, 4 * words);
+	return 1 + 4 * words;
+}
+
+/* Accept only dentries at or below the export's root. */
+static int zk_below_root(void *ctx, struct dentry *d)
+{
+	struct zk_export *e = ctx;
+
+	return is_subdir(d, e->root.dentry);
+}
+
+struct zk_obj *zk_fh_resolve(struct zk_export *e, const u8 *fh, u32 len, int *err)
+{
+	u32 fid[ZK_FID_WORDS];
+	struct dentry *d;
+
+	if (len < 1 + 4 || (len - 1) % 4 || (len - 1) / 4 > ZK_FID_WORDS) {
+		*err = -ESTALE;
+		return NULL;
+	}
+	memcpy(fid, fh + 1, len - 1);
+	d = exportfs_decode_fh(e->root.mnt, (struct fid *)fid, (len - 1) / 4, fh[0],
+			       zk_below_root, e);
+	if (IS_ERR_OR_NULL(d)) {
+		/* A handle that names nothing here is stale, whatever the reason. */
+		*err = d ? PTR_ERR(d) : -ESTALE;
+		if (*err != -ENOMEM && *err != -EACCES)
+			*err = -ESTALE;
+		return NULL;
+	}
+	return zk_obj_new(e->root.mnt, d, err);
+}
+
+int zk_obj_stat(struct zk_obj *o, struct zk_stat *st)
+{
+	struct kstat k;
+	int err = vfs_getattr(&o->path, &k, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
+
+	if (!err)
+		zk_fill_stat(&k, st);
+	return err;
+}
+
+static int zk_dir_check(struct zk_obj *dir)
+{
+	return d_can_lookup(dir->path.dentry) ? 0 : -ENOTDIR;
+}
+
+struct zk_obj *zk_obj_lookup(struct zk_obj *dir, const char *name, u32 len, int *err)
+{
+	struct qstr q = QSTR_LEN(name, len);
+	struct dentry *d;
+
+	*err = zk_dir_check(dir);
+	if (*err)
+		return NULL;
+	d = lookup_one_unlocked(mnt_idmap(dir->path.mnt), &q, dir->path.dentry);
+	if (IS_ERR(d)) {
+		*err = PTR_ERR(d);
+		return NULL;
+	}
+	if (d_is_negative(d)) {
+		dput(d);
+		*err = -ENOENT;
+		return NULL;
+	}
+	return zk_obj_new(dir->path.mnt, d, err);
+}
+
+/* What zk_obj_create makes. */
+enum { ZK_MAKE_FILE = 0, ZK_MAKE_FILE_EXCL = 1, ZK_MAKE_DIR = 2, ZK_MAKE_SYMLINK = 3 };
+
+struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 mode,
+			     int kind, const char *target, int *err)
+{
+	struct qstr q = QSTR_LEN(name, len);
+	struct vfsmount *mnt = dir->path.mnt;
+	struct mnt_idmap *idmap = mnt_idmap(mnt);
+	struct zk_obj *o = NULL;
+	struct dentry *d;
+
+	*err = zk_dir_check(dir);
+	if (*err)
+		return NULL;
+	*err = mnt_want_write(mnt);
+	if (*err)
+		return NULL;
+	d = start_creating(idmap, dir->path.dentry, &q);
+	if (IS_ERR(d)) {
+		*err = PTR_ERR(d);
+		goto drop;
+	}
+	if (d_is_positive(d)) {
+		/* An existing regular file is the result of a non-exclusive create. */
+		*err = (kind == ZK_MAKE_FILE && d_is_reg(d)) ? 0 : -EEXIST;
+	} else if (kind == ZK_MAKE_FILE || kind == ZK_MAKE_FILE_EXCL) {
+		*err = vfs_create(idmap, d, (mode & 07777) | S_IFREG, NULL);
+	} else if (kind == ZK_MAKE_SYMLINK) {
+		*err = vfs_symlink(idmap, d_inode(dir->path.dentry), d, target, NULL);
+	} else {
+		/* On error vfs_mkdir() ends the dirop itself (see zk_create). */
+		d = vfs_mkdir(idmap, d_inode(dir->path.dentry), d, (mode & 07777) | S_IFDIR,
+			      NULL);
+		*err = IS_ERR(d) ? PTR_ERR(d) : 0;
+	}
+	if (!*err && d_is_positive(d))
+		o = zk_obj_new(mnt, dget(d), err);
+	else if (!*err)
+		*err = -ENOENT;	/* created but not instantiated: ask again */
+	end_creating(d);
+drop:
+	mnt_drop_write(mnt);
+	return o;
+}
+
+int zk_obj_link(struct zk_obj *o, struct zk_obj *dir, const char *name, u32 len)
+{
+	struct qstr q = QSTR_LEN(name, len);
+	struct vfsmount *mnt = dir->path.mnt;
+	struct mnt_idmap *idmap = mnt_idmap(mnt);
+	struct dentry *d;
+	int err = zk_dir_check(dir);
+
+	if (err)
+		return err;
+	if (o->path.mnt != mnt)
+		return -EXDEV;
+	err = mnt_want_write(mnt);
+	if (err)
+		return err;
+	d = start_creating(idmap, dir->path.dentry, &q);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+	} else {
+		err = d_is_positive(d) ? -EEXIST :
+			vfs_link(o->path.dentry, idmap, d_inode(dir->path.dentry), d, NULL);
+		end_creating(d);
+	}
+	mnt_drop_write(mnt);
+	return err;
+}
+
+int zk_obj_remove(struct zk_obj *dir, const char *name, u32 len, bool is_dir)
+{
+	struct qstr q = QSTR_LEN(name, len);
+	struct vfsmount *mnt = dir->path.mnt;
+	struct mnt_idmap *idmap = mnt_idmap(mnt);
+	struct dentry *d;
+	int err = zk_dir_check(dir);
+
+	if (err)
+		return err;
+	err = mnt_want_write(mnt);
+	if (err)
+		return err;
+	d = start_removing(idmap, dir->path.dentry, &q);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+	} else {
+		if (is_dir)
+			err = vfs_rmdir(idmap, d_inode(dir->path.dentry), d, NULL);
+		else if (d_is_dir(d))
+			err = -EISDIR;
+		else
+			err = vfs_unlink(idmap, d_inode(dir->path.dentry), d, NULL);
+		end_removing(d);
+	}
+	mnt_drop_write(mnt);
+	return err;
+}
+
+int zk_obj_rename(struct zk_obj *from_dir, const char *from, u32 from_len,
+		  struct zk_obj *to_dir, const char *to, u32 to_len, u32 flags)
+{
+	struct qstr old_last = QSTR_LEN(from, from_len);
+	struct qstr new_last = QSTR_LEN(to, to_len);
+	struct renamedata rd = {};
+	struct vfsmount *mnt = from_dir->path.mnt;
+	int err = zk_dir_check(from_dir) ?: zk_dir_check(to_dir);
+
+	if (err)
+		return err;
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if (to_dir->path.mnt != mnt)
+		return -EXDEV;
+	err = mnt_want_write(mnt);
+	if (err)
+		return err;
+	rd.mnt_idmap = mnt_idmap(mnt);
+	rd.old_parent = from_dir->path.dentry;
+	rd.new_parent = to_dir->path.dentry;
+	rd.flags = flags;
+	err = start_renaming(&rd, 0, &old_last, &new_last);
+	if (!err) {
+		err = vfs_rename(&rd);
+		end_renaming(&rd);
+	}
+	mnt_drop_write(mnt);
+	return err;
+}
+
+int zk_obj_readlink(struct zk_obj *o, u8 *buf, u32 size)
+{
+	DEFINE_DELAYED_CALL(done);
+	const char *link;
+	size_t len;
+
+	if (!d_is_symlink(o->path.dentry))
+		return -EINVAL;
+	link = vfs_get_link(o->path.dentry, &done);
+	if (IS_ERR(link))
+		return PTR_ERR(link);
+	len = strlen(link);
+	memcpy(buf, link, min_t(size_t, len, size));
+	do_delayed_call(&done);
+	return min_t(size_t, len, INT_MAX);
+}
+
+/* open(2) of the object itself (read, write, readdir and fsync go through
+ * the struct file; the Rust side wraps it as a File). */
+struct file *zk_obj_open(struct zk_obj *o, int flags, int *err)
+{
+	struct file *f = dentry_open(&o->path, flags | O_LARGEFILE, current_cred());
+
+	if (IS_ERR(f)) {
+		*err = PTR_ERR(f);
+		return NULL;
+	}
+	*err = 0;
+	return f;
+}
+
+/* setattr: ZK_SET_* bits as zoidfs's (mode, uid, gid, size, times). */
+#define ZK_SET_MODE		(1 << 0)
+#define ZK_SET_UID		(1 << 1)
+#define ZK_SET_GID		(1 << 2)
+#define ZK_SET_SIZE		(1 << 3)
+#define ZK_SET_ATIME		(1 << 4)
+#define ZK_SET_MTIME		(1 << 5)
+#define ZK_SET_ATIME_NOW	(1 << 6)
+#define ZK_SET_MTIME_NOW	(1 << 7)
+
+int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s)
+{
+	struct dentry *d = o->path.dentry;
+	struct inode *inode = d_inode(d);
+	struct mnt_idmap *idmap = mnt_idmap(o->path.mnt);
+	struct iattr attr = {};
+	int err;
+
+	if (s->valid & ZK_SET_SIZE) {
+		if (d_is_dir(d))
+			return -EISDIR;
+		if (!d_is_reg(d))
+			return -EINVAL;
+		err = vfs_truncate(&o->path, s->size);
+		if (err)
+			return err;
+	}
+	if (s->valid & ZK_SET_MODE) {
+		attr.ia_valid |= ATTR_MODE;
+		attr.ia_mode = (s->mode & S_IALLUGO) | (inode->i_mode & ~S_IALLUGO);
+	}
+	if (s->valid & ZK_SET_UID) {
+		attr.ia_valid |= ATTR_UID;
+		attr.ia_vfsuid = VFSUIDT_INIT(make_kuid(&init_user_ns, s->uid));
+		if (!vfsuid_valid(attr.ia_vfsuid))
+			return -EINVAL;
+	}
+	if (s->valid & ZK_SET_GID) {
+		attr.ia_valid |= ATTR_GID;
+		attr.ia_vfsgid = VFSGIDT_INIT(make_kgid(&init_user_ns, s->gid));
+		if (!vfsgid_valid(attr.ia_vfsgid))
+			return -EINVAL;
+	}
+	if (s->valid & ZK_SET_ATIME) {
+		attr.ia_valid |= ATTR_ATIME;
+		if (!(s->valid & ZK_SET_ATIME_NOW)) {
+			attr.ia_valid |= ATTR_ATIME_SET;
+			attr.ia_atime.tv_sec = s->atime_sec;
+			attr.ia_atime.tv_nsec = s->atime_nsec;
+		}
+	}
+	if (s->valid & ZK_SET_MTIME) {
+		attr.ia_valid |= ATTR_MTIME;
+		if (!(s->valid & ZK_SET_MTIME_NOW)) {
+			attr.ia_valid |= ATTR_MTIME_SET;
+			attr.ia_mtime.tv_sec = s->mtime_sec;
+			attr.ia_mtime.tv_nsec = s->mtime_nsec;
+		}
+	}
+	if (!attr.ia_valid)
+		return 0;
+	if (attr.ia_valid & (ATTR_MODE | ATTR_UID | ATTR_GID))
+		attr.ia_valid |= ATTR_CTIME;
+	err = mnt_want_write(o->path.mnt);
+	if (err)
+		return err;
+	inode_lock(inode);
+	err = notify_change(idmap, d, &attr, NULL);
+	inode_unlock(inode);
+	mnt_drop_write(o->path.mnt);
+	return err;
+}
+
+int zk_obj_statfs(struct zk_obj *o, struct zk_statfs *out)
+{
+	struct kstatfs k;
+	int err = vfs_statfs(&o->path, &k);
+
+	if (err)
+		return err;
+	out->kind = k.f_type;
+	out->bsize = k.f_bsize;
+	out->frsize = k.f_frsize ? k.f_frsize : k.f_bsize;
+	out->blocks = k.f_blocks;
+	out->bfree = k.f_bfree;
+	out->bavail = k.f_bavail;
+	out->files = k.f_files;
+	out->ffree = k.f_ffree;
+	out->namelen = k.f_namelen;
+	return 0;
+}
