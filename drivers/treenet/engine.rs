@@ -119,6 +119,7 @@ counters! {
         rendezvous_waits: "Large messages that waited for a grant.",
         grants_given: "Rendezvous grants given to senders.",
         acks_sent: "Ack frames sent.",
+        kicks_saved: "Sends that did not need to wake the engine thread.",
         hellos_sent: "Hello frames sent.",
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
@@ -287,6 +288,9 @@ struct Inner {
     /// scanned then, or at once after an ack reporting holes.
     rtx_at: u64,
     rtx_now: bool,
+    /// When the engine thread will wake up by itself (ns; 0 while it
+    /// runs): a sender need not kick it for a deadline later than that.
+    engine_wake_at: u64,
     /// Queue space was freed while senders sleep: wake them.
     wake_senders: bool,
 }
@@ -403,6 +407,7 @@ impl Treenet {
             peer_log: KVec::new(),
             blocked_senders: 0,
             rtx_at: u64::MAX,
+            engine_wake_at: 0,
             rtx_now: false,
             wake_senders: false,
         };
@@ -748,12 +753,19 @@ impl Treenet {
             count(&self.stats.bcast_sent);
         }
         // Start transmitting right here while the windows allow (the frames
-        // leave before the engine thread runs); the engine then arms the
-        // retransmission timer and takes over.
-        g.transmit(&self.knobs, &self.stats);
+        // leave before the engine thread runs).  The engine is woken only if
+        // it has something to do before it wakes by itself: frames left for
+        // lack of budget, looped-back frames, or a retransmission deadline
+        // earlier than its own (a thread switch per message saved).
+        let more = g.transmit(&self.knobs, &self.stats);
         g.flush_held(&self.stats);
+        let kick = more || !g.loop_frames.is_empty() || g.rtx_at < g.engine_wake_at;
         drop(g);
-        self.kick();
+        if kick {
+            self.kick();
+        } else {
+            count(&self.stats.kicks_saved);
+        }
         Ok(())
     }
 
@@ -815,6 +827,7 @@ impl Treenet {
     /// One engine pass; returns jiffies until the next pass is needed.
     fn pass(&self) -> (usize, bool) {
         let mut g = self.inner.lock();
+        g.engine_wake_at = 0;
         let now = now_ns();
         let k = &self.knobs;
         let s = &self.stats;
@@ -890,10 +903,22 @@ impl Treenet {
         // reply, a pong) left first, so an ack is never on a round trip's
         // critical path.
         let now = now_ns();
-        let ack_due = self.inner.lock().send_acks(s, now);
+        let mut g = self.inner.lock();
+        let ack_due = g.send_acks(s, now);
         if ack_due != u64::MAX {
             next_us = next_us.min(div_u64(ack_due.saturating_sub(now), 1000));
         }
+        if g.rtx_now || g.rtx_at != u64::MAX {
+            next_us = next_us.min(div_u64(g.rtx_at.saturating_sub(now), 1000));
+        }
+        // Jiffies round up: the thread wakes no earlier than this.  While
+        // there is more to do it does not sleep at all.
+        g.engine_wake_at = if more {
+            0
+        } else {
+            now.saturating_add(next_us.saturating_mul(1000))
+        };
+        drop(g);
         (ms_to_jiffies(div_u64(next_us + 999, 1000)), more)
     }
 }
