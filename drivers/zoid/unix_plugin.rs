@@ -98,7 +98,8 @@ fn kernel_oflags(wire: u32) -> core::result::Result<u32, i32> {
     Ok(k)
 }
 
-fn wire_stat(s: &VfsStat) -> Stat {
+/// A VFS `stat` in the wire's [`Stat`] (the `zoidfs` plug-in's too).
+pub(crate) fn wire_stat(s: &VfsStat) -> Stat {
     Stat {
         dev: s.dev,
         ino: s.ino,

@@ -13,7 +13,7 @@
 //! file for the call.
 
 use crate::plugin::{declared_plugin, Caller};
-use crate::unix_plugin::Unix;
+use crate::unix_plugin::{wire_stat, Unix};
 use crate::zoid_kernel::vfs::{self, CPath, Export, Make, Name, Obj};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{Dirent, Stat};
@@ -36,27 +36,6 @@ pub(crate) struct Zoidfs {
 
 fn errno(e: Error) -> i32 {
     -e.to_errno()
-}
-
-fn wire_stat(s: &vfs::Stat) -> Stat {
-    Stat {
-        dev: s.dev,
-        ino: s.ino,
-        mode: s.mode,
-        nlink: s.nlink,
-        uid: s.uid,
-        gid: s.gid,
-        rdev: s.rdev,
-        size: s.size,
-        blksize: s.blksize,
-        blocks: s.blocks,
-        atime_sec: s.atime_sec,
-        atime_nsec: s.atime_nsec,
-        mtime_sec: s.mtime_sec,
-        mtime_nsec: s.mtime_nsec,
-        ctime_sec: s.ctime_sec,
-        ctime_nsec: s.ctime_nsec,
-    }
 }
 
 /// The object `h` names in export `e`.
