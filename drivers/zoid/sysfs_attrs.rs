@@ -201,6 +201,21 @@ fn store_idmap(c: &Ctx, input: &[u8]) -> Result {
     c.unix.update_idmap(input)
 }
 
+/// `zoidfs_exports`: the zoidfs plug-in's named exports, `NAME PATH ID`
+/// (hex id, the first four bytes of their handles); write `NAME /path` to
+/// add one, `-NAME` to remove it.
+fn show_zoidfs_exports(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.zoidfs.for_each_export(|name, path, id| {
+        let name = core::str::from_utf8(name).unwrap_or("?");
+        let path = core::str::from_utf8(path).unwrap_or("?");
+        writeln!(w, "{} {} {:08x}", name, path, id)
+    })
+}
+
+fn store_zoidfs_exports(c: &Ctx, input: &[u8]) -> Result {
+    c.zoidfs.command(input)
+}
+
 /// `export`: the directory the `unix` plug-in serves (write a path; an
 /// empty line withdraws it and closes every descriptor).
 fn show_export(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -286,7 +301,7 @@ fn store_f2cn(c: &Ctx, input: &[u8]) -> Result {
     Ok(())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 24] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 25] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -307,6 +322,7 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 24] = [
     Attribute::rw(c"export", show_export, store_export),
     Attribute::rw(c"root_squash", show_root_squash, store_root_squash),
     Attribute::rw(c"idmap", show_idmap, store_idmap),
+    Attribute::rw(c"zoidfs_exports", show_zoidfs_exports, store_zoidfs_exports),
     Attribute::ro(c"open_files", show_open_files),
     Attribute::rw(c"job_script", show_job_script, store_job_script),
     Attribute::ro(c"jobs", show_jobs),

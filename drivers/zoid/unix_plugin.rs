@@ -199,6 +199,11 @@ impl Unix {
             .ok_or(errno(ENOENT))
     }
 
+    /// The exported directory, if any.
+    pub(crate) fn current_export(&self) -> Option<Arc<Export>> {
+        self.export.lock().as_ref().map(|(e, _)| e.clone())
+    }
+
     /// Runs `f` on the export with the caller's (mapped) credentials.
     pub(crate) fn as_caller(
         &self,
@@ -206,6 +211,12 @@ impl Unix {
         f: impl FnOnce(&Export) -> CallResult,
     ) -> CallResult {
         let export = self.export()?;
+        self.run_as(ctx, || f(&export))
+    }
+
+    /// Runs `f` with the caller's credentials, mapped through `idmap` and
+    /// squashed as configured.
+    pub(crate) fn run_as(&self, ctx: &Caller, f: impl FnOnce() -> CallResult) -> CallResult {
         let squash = self.root_squash.load(Relaxed) != 0;
         let c = &ctx.creds;
         let mut groups = [0u32; MAX_GROUPS];
@@ -220,7 +231,7 @@ impl Unix {
             )
         };
         let creds = Creds::new(uid, gid, &groups[..c.groups().len()]).map_err(errno)?;
-        creds.run(|| f(&export))
+        creds.run(f)
     }
 
     fn file(&self, ctx: &Caller, fd: i32) -> core::result::Result<Arc<File>, i32> {

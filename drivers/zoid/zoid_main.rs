@@ -68,6 +68,8 @@ pub(crate) struct ZoidState {
     pub(crate) server: Arc<Server>,
     /// The `unix` plug-in (its export and root squash are sysfs knobs).
     pub(crate) unix: Arc<unix_plugin::Unix>,
+    /// The `zoidfs` plug-in (its named exports are a sysfs knob).
+    pub(crate) zoidfs: Arc<zoidfs_plugin::Zoidfs>,
     /// The `job` plug-in (its script is a sysfs knob).
     pub(crate) job: Arc<job_plugin::Job>,
     /// File broadcast.
@@ -149,10 +151,8 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
     let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
     plugins.register(unix.clone())?;
-    plugins.register(Arc::new(
-        zoidfs_plugin::Zoidfs { unix: unix.clone() },
-        GFP_KERNEL,
-    )?)?;
+    let zoidfs = Arc::pin_init(zoidfs_plugin::Zoidfs::new(unix.clone()), GFP_KERNEL)?;
+    plugins.register(zoidfs.clone())?;
     let job = Arc::pin_init(job_plugin::Job::new(), GFP_KERNEL)?;
     plugins.register(job.clone())?;
     let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;
@@ -177,6 +177,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
             client,
             server,
             unix,
+            zoidfs,
             job,
             f2cn,
         },

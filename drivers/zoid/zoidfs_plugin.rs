@@ -1,16 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The `zoidfs` plug-in's ION side: the operations `fs/zoidfs` forwards,
-//! on stateless handles, run by ION workers through the kernel VFS on the
-//! `unix` plug-in's export, with the caller's mapped credentials (the same
-//! export, `idmap` and `root_squash`).
+//! on stateless handles, run by ION workers through the kernel VFS with the
+//! caller's mapped credentials (the `unix` plug-in's `idmap` and
+//! `root_squash`).
 //!
-//! A handle is `[EXPORT_TAG][exportfs file handle]`: self-contained, so it
-//! stays valid across calls, CN restarts and an ION that reloads zoid; one
-//! that no longer names an object at or below the export's root fails with
-//! `ESTALE` (see `rust/zoid_kernel/shim/vfs_obj.c`).  Every call opens what
-//! it needs and closes it again (no per-CN state): read and write open the
-//! file for the call.
+//! Exports: the default one (`""`) is the `unix` plug-in's
+//! (`/sys/kernel/zoid/export`); more are added by name in
+//! `/sys/kernel/zoid/zoidfs_exports` (`NAME /path` adds, `-NAME` removes).
+//!
+//! A handle is `[export id: be32][exportfs file handle]`.  The export id is
+//! stable (the export's filesystem and root inode), so a handle is
+//! self-contained: it stays valid across calls, CN restarts and an ION that
+//! reloads zoid and exports the same directory again.  One whose export is
+//! gone, or that no longer names an object at or below the export's root,
+//! fails with `ESTALE` (see `rust/zoid_kernel/shim/vfs_obj.c`).  Every call
+//! opens what it needs and closes it again (no per-CN state).
 
 use crate::plugin::{declared_plugin, Caller};
 use crate::unix_plugin::{wire_stat, Unix};
@@ -22,36 +27,160 @@ use crate::zoid_proto::zoid::plugins::zoidfs::{
 };
 use kernel::bindings;
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, Mutex};
 
-/// First byte of every handle: the export it belongs to (the one export
-/// there is today).
-const EXPORT_TAG: u8 = 1;
+/// Bytes of the export id in front of a handle's file handle.
+const ID_LEN: usize = 4;
+/// Named exports at most.
+const MAX_EXPORTS: usize = 16;
+/// Longest export name.
+const MAX_NAME: usize = 32;
+
+/// An export added by name.
+struct Named {
+    name: KVec<u8>,
+    path: KVec<u8>,
+    export: Arc<Export>,
+}
 
 /// The `zoidfs` plug-in.
+#[pin_data]
 pub(crate) struct Zoidfs {
-    /// Whose export, identity mapping and squashing apply.
-    pub(crate) unix: Arc<Unix>,
+    /// The default export, identity mapping and squashing.
+    unix: Arc<Unix>,
+    #[pin]
+    named: Mutex<KVec<Named>>,
+}
+
+impl Zoidfs {
+    /// The plug-in, serving `unix`'s export as the default one.
+    pub(crate) fn new(unix: Arc<Unix>) -> impl PinInit<Self> {
+        pin_init!(Self {
+            unix,
+            named <- kernel::new_mutex!(KVec::new(), "zoid::zoidfs::exports"),
+        })
+    }
+
+    /// The export called `name` (`""`: the default one).
+    fn by_name(&self, name: &[u8]) -> Option<Arc<Export>> {
+        if name.is_empty() {
+            return self.unix.current_export();
+        }
+        let g = self.named.lock();
+        g.iter().find(|n| n.name == name).map(|n| n.export.clone())
+    }
+
+    /// The export whose id is `id`.
+    fn by_id(&self, id: u32) -> Option<Arc<Export>> {
+        if let Some(e) = self.unix.current_export().filter(|e| e.id() == id) {
+            return Some(e);
+        }
+        let g = self.named.lock();
+        g.iter()
+            .find(|n| n.export.id() == id)
+            .map(|n| n.export.clone())
+    }
+
+    /// Applies a `zoidfs_exports` command: `NAME /path` adds an export,
+    /// `-NAME` removes one (its handles go stale).
+    pub(crate) fn command(&self, input: &[u8]) -> Result {
+        let s = input.trim_ascii();
+        let valid_name = |n: &[u8]| {
+            !n.is_empty()
+                && n.len() <= MAX_NAME
+                && n.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || b"_.-".contains(c))
+        };
+        if let Some(name) = s.strip_prefix(b"-") {
+            let mut g = self.named.lock();
+            let i = g.iter().position(|n| n.name == name).ok_or(ENOENT)?;
+            let gone = g.remove(i).map_err(|_| ENOENT)?;
+            drop(g);
+            drop(gone);
+            return Ok(());
+        }
+        let mut words = s
+            .split(|c| c.is_ascii_whitespace())
+            .filter(|w| !w.is_empty());
+        let (Some(name), Some(path), None) = (words.next(), words.next(), words.next()) else {
+            return Err(EINVAL);
+        };
+        if !valid_name(name) || !path.starts_with(b"/") {
+            return Err(EINVAL);
+        }
+        let mut cpath = KVec::with_capacity(path.len() + 1, GFP_KERNEL)?;
+        cpath.extend_from_slice(path, GFP_KERNEL)?;
+        cpath.push(0, GFP_KERNEL)?;
+        let c = CStr::from_bytes_with_nul(&cpath).map_err(|_| EINVAL)?;
+        let export = Arc::new(Export::open(c)?, GFP_KERNEL)?;
+        cpath.pop();
+        let mut n = KVec::with_capacity(name.len(), GFP_KERNEL)?;
+        n.extend_from_slice(name, GFP_KERNEL)?;
+        let mut g = self.named.lock();
+        // One name, one id: a handle must name exactly one export.
+        if g.len() >= MAX_EXPORTS {
+            return Err(ENOSPC);
+        }
+        if g.iter()
+            .any(|x| x.name == name || x.export.id() == export.id())
+        {
+            return Err(EEXIST);
+        }
+        g.push(
+            Named {
+                name: n,
+                path: cpath,
+                export,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(())
+    }
+
+    /// Calls `f(name, path, id)` for every named export.
+    pub(crate) fn for_each_export(&self, mut f: impl FnMut(&[u8], &[u8], u32) -> Result) -> Result {
+        let g = self.named.lock();
+        for n in g.iter() {
+            f(&n.name, &n.path, n.export.id())?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the caller's credentials on the object `h` names.
+    fn on(&self, ctx: &Caller, h: &Handle, f: impl FnOnce(&Obj) -> CallResult) -> CallResult {
+        let (e, fh) = self.export_of(h)?;
+        self.unix.run_as(ctx, || f(&e.resolve(fh).map_err(errno)?))
+    }
+
+    /// The export a handle belongs to and its file handle part.
+    fn export_of<'a>(&self, h: &'a Handle) -> core::result::Result<(Arc<Export>, &'a [u8]), i32> {
+        let b = h.as_bytes();
+        if b.len() <= ID_LEN {
+            return Err(errno(ESTALE));
+        }
+        let id = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+        let e = self.by_id(id).ok_or(errno(ESTALE))?;
+        Ok((e, &b[ID_LEN..]))
+    }
+
+    /// Resolves `h` (inside `run_as`).
+    fn resolve(&self, h: &Handle) -> core::result::Result<Obj, i32> {
+        let (e, fh) = self.export_of(h)?;
+        e.resolve(fh).map_err(errno)
+    }
 }
 
 fn errno(e: Error) -> i32 {
     -e.to_errno()
 }
 
-/// The object `h` names in export `e`.
-fn resolve(e: &Export, h: &Handle) -> core::result::Result<Obj, i32> {
-    match h.as_bytes().split_first() {
-        Some((&EXPORT_TAG, fh)) => e.resolve(fh).map_err(errno),
-        _ => Err(errno(ESTALE)),
-    }
-}
-
-/// `o`'s handle and attributes into the reply.
-fn describe(o: &Obj, h: &mut Handle, attr: &mut Stat) -> CallResult {
+/// `o`'s handle (in the export with id `id`) and attributes into the
+/// reply.
+fn describe(id: u32, o: &Obj, h: &mut Handle, attr: &mut Stat) -> CallResult {
     let mut buf = [0u8; MAX_HANDLE];
-    buf[0] = EXPORT_TAG;
-    let n = o.file_handle(&mut buf[1..]).map_err(errno)?;
-    *h = Handle::new(&buf[..1 + n]).ok_or(errno(EOVERFLOW))?;
+    buf[..ID_LEN].copy_from_slice(&id.to_be_bytes());
+    let n = o.file_handle(&mut buf[ID_LEN..]).map_err(errno)?;
+    *h = Handle::new(&buf[..ID_LEN + n]).ok_or(errno(EOVERFLOW))?;
     *attr = wire_stat(&o.stat().map_err(errno)?);
     Ok(0)
 }
@@ -83,12 +212,10 @@ impl zoidfs::Server for Zoidfs {
     type Ctx = Caller;
 
     fn root(&self, ctx: &Caller, export: &[u8], root: &mut Handle, attr: &mut Stat) -> CallResult {
-        if !export.is_empty() {
-            return Err(errno(ENOENT));
-        }
-        self.unix.as_caller(ctx, |e| {
+        let e = self.by_name(export).ok_or(errno(ENOENT))?;
+        self.unix.run_as(ctx, || {
             let r = e.root().map_err(errno)?;
-            describe(&r, root, attr)
+            describe(e.id(), &r, root, attr)
         })
     }
 
@@ -101,15 +228,16 @@ impl zoidfs::Server for Zoidfs {
         attr: &mut Stat,
     ) -> CallResult {
         let n = name(n)?;
-        self.unix.as_caller(ctx, |e| {
-            let o = resolve(e, &dir)?.lookup(n).map_err(errno)?;
-            describe(&o, found, attr)
+        let (e, fh) = self.export_of(&dir)?;
+        self.unix.run_as(ctx, || {
+            let o = e.resolve(fh).map_err(errno)?.lookup(n).map_err(errno)?;
+            describe(e.id(), &o, found, attr)
         })
     }
 
     fn getattr(&self, ctx: &Caller, h: Handle, attr: &mut Stat) -> CallResult {
-        self.unix.as_caller(ctx, |e| {
-            *attr = wire_stat(&resolve(e, &h)?.stat().map_err(errno)?);
+        self.on(ctx, &h, |o| {
+            *attr = wire_stat(&o.stat().map_err(errno)?);
             Ok(0)
         })
     }
@@ -131,8 +259,7 @@ impl zoidfs::Server for Zoidfs {
             atime_nsec: set.atime_nsec,
             mtime_nsec: set.mtime_nsec,
         };
-        self.unix.as_caller(ctx, |e| {
-            let o = resolve(e, &h)?;
+        self.on(ctx, &h, |o| {
             o.setattr(&s).map_err(errno)?;
             *attr = wire_stat(&o.stat().map_err(errno)?);
             Ok(0)
@@ -149,12 +276,8 @@ impl zoidfs::Server for Zoidfs {
         made: &mut Handle,
         attr: &mut Stat,
     ) -> CallResult {
-        let n = name(n)?;
         let what = if excl { Make::FileExcl } else { Make::File };
-        self.unix.as_caller(ctx, |e| {
-            let o = resolve(e, &dir)?.create(n, mode, what).map_err(errno)?;
-            describe(&o, made, attr)
-        })
+        self.make(ctx, &dir, n, mode, what, made, attr)
     }
 
     fn mkdir(
@@ -166,13 +289,7 @@ impl zoidfs::Server for Zoidfs {
         made: &mut Handle,
         attr: &mut Stat,
     ) -> CallResult {
-        let n = name(n)?;
-        self.unix.as_caller(ctx, |e| {
-            let o = resolve(e, &dir)?
-                .create(n, mode, Make::Dir)
-                .map_err(errno)?;
-            describe(&o, made, attr)
-        })
+        self.make(ctx, &dir, n, mode, Make::Dir, made, attr)
     }
 
     fn symlink(
@@ -184,20 +301,15 @@ impl zoidfs::Server for Zoidfs {
         made: &mut Handle,
         attr: &mut Stat,
     ) -> CallResult {
-        let n = name(n)?;
         let target = CPath::target(target).map_err(errno)?;
-        self.unix.as_caller(ctx, |e| {
-            let d = resolve(e, &dir)?;
-            let o = d.create(n, 0o777, Make::Symlink(&target)).map_err(errno)?;
-            describe(&o, made, attr)
-        })
+        self.make(ctx, &dir, n, 0o777, Make::Symlink(&target), made, attr)
     }
 
     fn link(&self, ctx: &Caller, h: Handle, dir: Handle, n: &[u8], attr: &mut Stat) -> CallResult {
         let n = name(n)?;
-        self.unix.as_caller(ctx, |e| {
-            let o = resolve(e, &h)?;
-            o.link(&resolve(e, &dir)?, n).map_err(errno)?;
+        self.unix.run_as(ctx, || {
+            let (o, d) = (self.resolve(&h)?, self.resolve(&dir)?);
+            o.link(&d, n).map_err(errno)?;
             *attr = wire_stat(&o.stat().map_err(errno)?);
             Ok(0)
         })
@@ -205,8 +317,8 @@ impl zoidfs::Server for Zoidfs {
 
     fn remove(&self, ctx: &Caller, dir: Handle, n: &[u8], is_dir: bool) -> CallResult {
         let n = name(n)?;
-        self.unix.as_caller(ctx, |e| {
-            resolve(e, &dir)?.remove(n, is_dir).map_err(errno)?;
+        self.on(ctx, &dir, |d| {
+            d.remove(n, is_dir).map_err(errno)?;
             Ok(0)
         })
     }
@@ -224,18 +336,15 @@ impl zoidfs::Server for Zoidfs {
             return Err(errno(EINVAL));
         }
         let (from, to) = (name(from)?, name(to)?);
-        self.unix.as_caller(ctx, |e| {
-            let (fd, td) = (resolve(e, &from_dir)?, resolve(e, &to_dir)?);
+        self.unix.run_as(ctx, || {
+            let (fd, td) = (self.resolve(&from_dir)?, self.resolve(&to_dir)?);
             fd.rename(from, &td, to, flags).map_err(errno)?;
             Ok(0)
         })
     }
 
     fn readlink(&self, ctx: &Caller, h: Handle, target: &mut [u8], _cap: u32) -> CallResult {
-        self.unix.as_caller(ctx, |e| {
-            let n = resolve(e, &h)?.readlink(target).map_err(errno)?;
-            Ok(n as i64)
-        })
+        self.on(ctx, &h, |o| Ok(o.readlink(target).map_err(errno)? as i64))
     }
 
     fn readdir(
@@ -249,8 +358,8 @@ impl zoidfs::Server for Zoidfs {
         if cookie < 0 {
             return Err(errno(EINVAL));
         }
-        self.unix.as_caller(ctx, |e| {
-            let f = resolve(e, &dir)?
+        self.on(ctx, &dir, |d| {
+            let f = d
                 .open(bindings::O_RDONLY | bindings::O_DIRECTORY)
                 .map_err(errno)?;
             if cookie != 0 {
@@ -283,8 +392,8 @@ impl zoidfs::Server for Zoidfs {
         if offset < 0 {
             return Err(errno(EINVAL));
         }
-        self.unix.as_caller(ctx, |e| {
-            let f = resolve(e, &h)?.open(bindings::O_RDONLY).map_err(errno)?;
+        self.on(ctx, &h, |o| {
+            let f = o.open(bindings::O_RDONLY).map_err(errno)?;
             let mut pos = offset;
             Ok(f.read(data, Some(&mut pos)).map_err(errno)? as i64)
         })
@@ -302,8 +411,7 @@ impl zoidfs::Server for Zoidfs {
         if offset < 0 {
             return Err(errno(EINVAL));
         }
-        self.unix.as_caller(ctx, |e| {
-            let o = resolve(e, &h)?;
+        self.on(ctx, &h, |o| {
             let f = o.open(bindings::O_WRONLY).map_err(errno)?;
             let mut pos = offset;
             let n = f.write(data, Some(&mut pos)).map_err(errno)?;
@@ -316,16 +424,16 @@ impl zoidfs::Server for Zoidfs {
     }
 
     fn commit(&self, ctx: &Caller, h: Handle, _datasync: bool) -> CallResult {
-        self.unix.as_caller(ctx, |e| {
-            let f = resolve(e, &h)?.open(bindings::O_RDONLY).map_err(errno)?;
+        self.on(ctx, &h, |o| {
+            let f = o.open(bindings::O_RDONLY).map_err(errno)?;
             f.fsync().map_err(errno)?;
             Ok(0)
         })
     }
 
     fn statfs(&self, ctx: &Caller, h: Handle, st: &mut StatFs) -> CallResult {
-        self.unix.as_caller(ctx, |e| {
-            let s = resolve(e, &h)?.statfs().map_err(errno)?;
+        self.on(ctx, &h, |o| {
+            let s = o.statfs().map_err(errno)?;
             *st = StatFs {
                 kind: s.kind,
                 bsize: s.bsize,
@@ -338,6 +446,29 @@ impl zoidfs::Server for Zoidfs {
                 namelen: s.namelen,
             };
             Ok(0)
+        })
+    }
+}
+
+impl Zoidfs {
+    /// create, mkdir, symlink: `n` in `dir`, described into the reply.
+    #[allow(clippy::too_many_arguments)]
+    fn make(
+        &self,
+        ctx: &Caller,
+        dir: &Handle,
+        n: &[u8],
+        mode: u32,
+        what: Make<'_>,
+        made: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let n = name(n)?;
+        let (e, fh) = self.export_of(dir)?;
+        self.unix.run_as(ctx, || {
+            let d = e.resolve(fh).map_err(errno)?;
+            let o = d.create(n, mode, what).map_err(errno)?;
+            describe(e.id(), &o, made, attr)
         })
     }
 }

@@ -435,6 +435,7 @@ pub(crate) struct StatFs {
 }
 
 extern "C" {
+    fn zk_export_id(e: *mut RawExport) -> u32;
     fn zk_obj_put(o: *mut RawObj);
     fn zk_export_root_obj(e: *mut RawExport, err: *mut c_int) -> *mut RawObj;
     fn zk_obj_fh(o: *mut RawObj, buf: *mut u8, cap: u32) -> c_int;
@@ -530,6 +531,13 @@ fn obj_or(raw: *mut RawObj, err: c_int) -> Result<Obj> {
 }
 
 impl Export {
+    /// A stable number for the export (its filesystem and root inode):
+    /// the same after an ION restart, different for another export.
+    pub(crate) fn id(&self) -> u32 {
+        // SAFETY: `raw` is live.
+        unsafe { zk_export_id(self.raw) }
+    }
+
     /// The export's root directory.
     pub(crate) fn root(&self) -> Result<Obj> {
         let mut err = 0;

@@ -2,7 +2,9 @@
 /*
  * zoidfsctl: the zoidfs plug-in's operations from the command line through
  * /dev/zoid (what fs/zoidfs forwards from the VFS), on the ION's export.
- * Paths are walked from the export's root with one lookup per component.
+ * Paths are walked from the export's root with one lookup per component;
+ * `-e NAME` first picks a named export (/sys/kernel/zoid/zoidfs_exports)
+ * instead of the default one.
  *
  *   zoidfsctl ls PATH                 entries (name, type) in readdir order,
  *                                     read in small batches (cookies)
@@ -41,6 +43,7 @@ struct attr {
 };
 
 static int zfd;
+static const char *export_name = "";
 static uint8_t abuf[CHUNK + 1024], rbuf[CHUNK + 1024];
 
 static int fail(const char *what, int64_t err)
@@ -105,7 +108,7 @@ static int64_t fs_root(struct handle *h, struct attr *at)
 	ARGS;
 	int64_t ret;
 
-	put_str(&a, "");
+	put_str(&a, export_name);
 	ret = call(FS_ROOT, &a, &r);
 	if (ret >= 0) {
 		get_handle(&r, h);
@@ -387,10 +390,17 @@ static int hexval(char c)
 
 int main(int argc, char **argv)
 {
-	const char *cmd = argc > 1 ? argv[1] : "";
+	const char *cmd;
 	struct handle h;
 	struct attr at;
 	int64_t ret;
+
+	if (argc > 2 && !strcmp(argv[1], "-e")) {
+		export_name = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
+	cmd = argc > 1 ? argv[1] : "";
 
 	zfd = open("/dev/zoid", O_RDWR);
 	if (zfd < 0)

@@ -21,6 +21,14 @@ if [ "$ZOID_ROLE" = ion ]; then
   ln -s hello $X/hello-link
   for i in $(seq 1 "$ZOID_CNS"); do mkdir -m 1777 $X/cn$i; done
   echo $X > $Z/export
+  # A second export, by name; bad commands are refused.
+  mkdir -p /zfs-named && echo "in the named export" > /zfs-named/n
+  echo "scratch /zfs-named" > $Z/zoidfs_exports
+  grep -q "^scratch /zfs-named [0-9a-f]\{8\}$" $Z/zoidfs_exports
+  ! echo "scratch /zfs-named" > $Z/zoidfs_exports 2>/dev/null     # taken
+  ! echo "bad/name /zfs-named" > $Z/zoidfs_exports 2>/dev/null
+  ! echo "other relative" > $Z/zoidfs_exports 2>/dev/null
+  ! echo "-nosuch" > $Z/zoidfs_exports 2>/dev/null
 fi
 barrier 870
 if [ "$ZOID_ROLE" = cn ]; then
@@ -68,6 +76,10 @@ if [ "$ZOID_ROLE" = cn ]; then
   expect_fail 13 $ZF stat seed/../hello
   expect_fail 116 $ZF hstat 01deadbeefdeadbeefdeadbeef  # ESTALE
   $ZF statfs | grep -q "^type "
+  # The named export; an unknown name.
+  [ "$($ZF -e scratch cat n)" = "in the named export" ]
+  expect_fail 2 $ZF -e nosuch ls /
+  $ZF -e scratch handle n > /tmp/named.handle
   # A handle kept across calls; the ION removes its file below.
   $ZF put $D/doomed < /tmp/data
   $ZF handle $D/doomed > /tmp/doomed.handle
@@ -81,15 +93,18 @@ if [ "$ZOID_ROLE" = ion ]; then
     [ ! -e $X/cn$i/sub ]
     rm $X/cn$i/doomed
   done
+  echo -scratch > $Z/zoidfs_exports
+  [ -z "$(cat $Z/zoidfs_exports)" ]
 fi
 barrier 872
 if [ "$ZOID_ROLE" = cn ]; then
   expect_fail 116 $ZF hstat "$(cat /tmp/doomed.handle)"  # ESTALE, never another file
+  expect_fail 116 $ZF hstat "$(cat /tmp/named.handle)"   # its export is gone
 fi
 barrier 873
 if [ "$ZOID_ROLE" = ion ]; then
   grep -q "^zoidfs.lookup " $Z/calls || { cat $Z/calls; exit 1; }
   echo > $Z/export
-  rm -rf $X
+  rm -rf $X /zfs-named
 fi
 barrier 874

@@ -36,6 +36,20 @@ static struct zk_obj *zk_obj_new(struct vfsmount *mnt, struct dentry *d, int *er
 	return o;
 }
 
+/*
+ * A stable number for an export: its filesystem's device and its root
+ * inode, so handles name the same export after an ION restart and never
+ * another one (the Rust side refuses two exports with one id).
+ */
+u32 zk_export_id(struct zk_export *e)
+{
+	u64 v = (u64)new_encode_dev(e->root.dentry->d_sb->s_dev) << 32;
+
+	v ^= d_inode(e->root.dentry)->i_ino;
+	v *= 0x9e3779b97f4a7c15ULL;
+	return (u32)(v >> 32) ^ (u32)v;
+}
+
 void zk_obj_put(struct zk_obj *o)
 {
 	path_put(&o->path);

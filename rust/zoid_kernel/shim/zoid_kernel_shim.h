@@ -92,6 +92,7 @@ struct zk_statfs {
 	u64 kind, blocks, bfree, bavail, files, ffree;
 	u32 bsize, frsize, namelen;
 };
+u32 zk_export_id(struct zk_export *e);
 void zk_obj_put(struct zk_obj *o);
 struct zk_obj *zk_export_root_obj(struct zk_export *e, int *err);
 int zk_obj_fh(struct zk_obj *o, u8 *buf, u32 cap);
