@@ -891,11 +891,9 @@ impl Treenet {
         }
         let more_tx = g.transmit(k, s);
         g.flush_held(s);
-        // Next wake-up: the earliest retransmission, hello or timeout.
+        // Next wake-up: the earliest hello or timeout, retransmission (known
+        // after the handlers' sends, below) or delayed ack.
         let mut next_us: u64 = div_u64(hello_every, 1000);
-        if g.rtx_at != u64::MAX {
-            next_us = next_us.min(div_u64(g.rtx_at.saturating_sub(now_ns()), 1000));
-        }
         let more = more_rx || more_tx || !g.loop_frames.is_empty() || !g.events.is_empty();
         drop(g);
         self.flush_events();
@@ -908,7 +906,7 @@ impl Treenet {
         if ack_due != u64::MAX {
             next_us = next_us.min(div_u64(ack_due.saturating_sub(now), 1000));
         }
-        if g.rtx_now || g.rtx_at != u64::MAX {
+        if g.rtx_at != u64::MAX {
             next_us = next_us.min(div_u64(g.rtx_at.saturating_sub(now), 1000));
         }
         // Jiffies round up: the thread wakes no earlier than this.  While

@@ -191,7 +191,7 @@ impl Plugin for ExternPlugin {
             pid: caller.creds.pid,
             uid: caller.creds.uid,
             gid: caller.creds.gid,
-            tag: caller.tag,
+            tag: caller.tag(),
             groups: groups.as_ptr(),
         };
         let (mut len, mut errno): (usize, c_int) = (0, 0);

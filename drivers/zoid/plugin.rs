@@ -27,8 +27,6 @@ pub(crate) struct Caller {
     /// Process id and credentials on the CN, as received (before any
     /// mapping a plug-in applies, such as root squash).
     pub(crate) creds: Creds,
-    /// The call's tag (unique among the CN's calls in flight).
-    pub(crate) tag: u32,
     /// The request's header, which a deferred reply echoes.
     call: CallHeader,
     /// Whether the function's reply is `ret` alone, so it may be deferred.
@@ -52,7 +50,6 @@ impl Caller {
         Self {
             node,
             creds,
-            tag: call.tag,
             call: *call,
             deferrable,
             deferred: Cell::new(false),
@@ -80,6 +77,11 @@ impl Caller {
             stats: self.stats.clone(),
             answered: false,
         })
+    }
+
+    /// The call's tag (unique among the CN's calls in flight).
+    pub(crate) fn tag(&self) -> u32 {
+        self.call.tag
     }
 
     /// Whether the call was deferred.
@@ -125,20 +127,9 @@ impl Deferred {
         let (head, body) = msg.split_at_mut(HEADER_LEN);
         let r = ret_reply(result, body).map_err(|_| EINVAL)?;
         head.copy_from_slice(&crate::server::reply_header(&self.call, r.errno, r.len));
-        let c = &self.stats.c;
-        let sent =
-            crate::treenet::send(crate::CHANNEL, self.node, &msg[..HEADER_LEN + r.len], true);
-        match sent {
-            Ok(()) => {
-                c.deferred_replies.fetch_add(1, Relaxed);
-                c.msgs_sent.fetch_add(1, Relaxed);
-                c.bytes_sent.fetch_add((HEADER_LEN + r.len) as u64, Relaxed);
-            }
-            Err(_) => {
-                c.reply_send_failed.fetch_add(1, Relaxed);
-            }
-        }
-        sent
+        crate::server::send_reply(&self.stats, self.node, &msg[..HEADER_LEN + r.len])?;
+        self.stats.c.deferred_replies.fetch_add(1, Relaxed);
+        Ok(())
     }
 }
 

@@ -169,6 +169,26 @@ pub(crate) struct ServerCore {
 /// thread: their copy is short enough for treenet's delivery context.
 pub(crate) const DIRECT_BYTES: usize = 4096;
 
+/// The valid call header at the start of `msg`, if any.
+fn header_of(msg: &treenet::Message) -> Option<CallHeader> {
+    let mut head = [0u8; CALL_HEADER_LEN];
+    if msg.len() < CALL_HEADER_LEN || msg.read_at(0, &mut head).is_err() {
+        return None;
+    }
+    CallHeader::decode(&head).ok()
+}
+
+/// Sends a reply `msg` to `dst` and counts it (and a failure to send).
+pub(crate) fn send_reply(stats: &Stats, dst: u16, msg: &[u8]) -> Result {
+    stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
+    stats.c.msgs_sent.fetch_add(1, Relaxed);
+    let sent = treenet::send(CHANNEL, dst, msg, true);
+    if sent.is_err() {
+        stats.c.reply_send_failed.fetch_add(1, Relaxed);
+    }
+    sent
+}
+
 /// The positive errno of a kernel error (what a reply header carries).
 fn pos(e: Error) -> i32 {
     -e.to_errno()
@@ -203,12 +223,10 @@ impl ServerCore {
     /// in the inbox; the rest is queued for the receive thread.
     pub(crate) fn deliver(&self, src: u16, msg: treenet::Message) {
         if msg.len() <= DIRECT_BYTES && self.inbox_pending.load(Relaxed) == 0 {
-            let mut head = [0u8; CALL_HEADER_LEN];
-            if msg.read_at(0, &mut head).is_ok()
-                && CallHeader::decode(&head).is_ok_and(|h| h.kind == MsgKind::Call)
-            {
+            if let Some(hdr) = header_of(&msg).filter(|h| h.kind == MsgKind::Call) {
                 self.stats.c.calls_direct.fetch_add(1, Relaxed);
-                self.handle(src, msg);
+                self.count_received(&msg);
+                self.call(src, &hdr, &msg);
                 return;
             }
         }
@@ -261,23 +279,19 @@ impl ServerCore {
         self.f2cn.node_gone(node);
     }
 
-    fn handle(&self, src: u16, msg: treenet::Message) {
+    fn count_received(&self, msg: &treenet::Message) {
         self.stats.c.msgs_received.fetch_add(1, Relaxed);
         self.stats
             .c
             .bytes_received
             .fetch_add(msg.len() as u64, Relaxed);
-        let mut head = [0u8; CALL_HEADER_LEN];
-        if msg.len() < CALL_HEADER_LEN || msg.read_at(0, &mut head).is_err() {
+    }
+
+    fn handle(&self, src: u16, msg: treenet::Message) {
+        self.count_received(&msg);
+        let Some(hdr) = header_of(&msg) else {
             self.stats.c.malformed.fetch_add(1, Relaxed);
             return;
-        }
-        let hdr = match CallHeader::decode(&head) {
-            Ok(h) => h,
-            Err(_) => {
-                self.stats.c.malformed.fetch_add(1, Relaxed);
-                return;
-            }
         };
         match hdr.kind {
             MsgKind::Attach => self.attach(src, &hdr, &msg),
@@ -538,14 +552,7 @@ fn run_call(
     }
     let head = reply_header(hdr, errno, len);
     reply[..CALL_HEADER_LEN].copy_from_slice(&head);
-    core.stats
-        .c
-        .bytes_sent
-        .fetch_add((CALL_HEADER_LEN + len) as u64, Relaxed);
-    core.stats.c.msgs_sent.fetch_add(1, Relaxed);
-    if treenet::send(CHANNEL, caller.node, &reply[..CALL_HEADER_LEN + len], true).is_err() {
-        core.stats.c.reply_send_failed.fetch_add(1, Relaxed);
-    }
+    let _ = send_reply(&core.stats, caller.node, &reply[..CALL_HEADER_LEN + len]);
 }
 
 /// The receive thread's body.
@@ -625,7 +632,7 @@ impl ThreadBody for Worker {
                 flags: work.flags,
                 plugin: work.plugin.id(),
                 function: work.function,
-                tag: work.caller.tag,
+                tag: work.caller.tag(),
                 pid: work.caller.creds.pid,
                 uid: work.caller.creds.uid,
                 gid: work.caller.creds.gid,
