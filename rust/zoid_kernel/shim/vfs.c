@@ -332,6 +332,54 @@ static int zk_parent(struct zk_export *e, const char *path, struct path *parent,
 	return err;
 }
 
+/* What zk_make_at makes (the zoidfs shim's kinds too). */
+enum { ZK_MAKE_FILE = 0, ZK_MAKE_FILE_EXCL = 1, ZK_MAKE_DIR = 2, ZK_MAKE_SYMLINK = 3 };
+
+/*
+ * Makes @last in directory @dir: a regular file (ZK_MAKE_FILE returns an
+ * existing regular file as it is), a directory or a symlink to @target.
+ * With @out, a reference to the new dentry on success.  Shared by the
+ * path-based (unix) and handle-based (zoidfs) entry points.
+ */
+static int zk_make_at(const struct path *dir, struct qstr *last, u32 mode, int kind,
+		      const char *target, struct dentry **out)
+{
+	struct mnt_idmap *idmap = mnt_idmap(dir->mnt);
+	struct dentry *d;
+	int err = mnt_want_write(dir->mnt);
+
+	if (err)
+		return err;
+	d = start_creating(idmap, dir->dentry, last);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+		goto drop;
+	}
+	if (d_is_positive(d)) {
+		/* An existing regular file is the result of a non-exclusive create. */
+		err = (kind == ZK_MAKE_FILE && d_is_reg(d)) ? 0 : -EEXIST;
+	} else if (kind == ZK_MAKE_FILE || kind == ZK_MAKE_FILE_EXCL) {
+		err = vfs_create(idmap, d, (mode & 07777) | S_IFREG, NULL);
+	} else if (kind == ZK_MAKE_SYMLINK) {
+		err = vfs_symlink(idmap, d_inode(dir->dentry), d, target, NULL);
+	} else {
+		/* On error vfs_mkdir() ends the dirop itself and returns an
+		 * ERR_PTR, which end_creating() below ignores. */
+		d = vfs_mkdir(idmap, d_inode(dir->dentry), d, (mode & 07777) | S_IFDIR, NULL);
+		err = IS_ERR(d) ? PTR_ERR(d) : 0;
+	}
+	if (!err && out) {
+		if (d_is_positive(d))
+			*out = dget(d);
+		else
+			err = -ENOENT;	/* created but not instantiated: ask again */
+	}
+	end_creating(d);
+drop:
+	mnt_drop_write(dir->mnt);
+	return err;
+}
+
 /* mkdir (@target NULL) or symlink to @target, at @path. */
 static int zk_create(struct zk_export *e, const char *path, u32 mode,
 		     const char *target)
@@ -339,36 +387,12 @@ static int zk_create(struct zk_export *e, const char *path, u32 mode,
 	struct path parent;
 	struct qstr last;
 	struct filename *name;
-	struct mnt_idmap *idmap;
-	struct dentry *d;
 	int err = zk_parent(e, path, &parent, &last, &name);
 
 	if (err)
 		return err;
-	err = mnt_want_write(parent.mnt);
-	if (err)
-		goto out;
-	idmap = mnt_idmap(parent.mnt);
-	d = start_creating(idmap, parent.dentry, &last);
-	if (IS_ERR(d)) {
-		err = PTR_ERR(d);
-		goto drop;
-	}
-	if (d_is_positive(d)) {
-		err = -EEXIST;
-	} else if (target) {
-		err = vfs_symlink(idmap, d_inode(parent.dentry), d, target, NULL);
-	} else {
-		/* On error vfs_mkdir() ends the dirop itself and returns an
-		 * ERR_PTR, which end_creating() below ignores. */
-		d = vfs_mkdir(idmap, d_inode(parent.dentry), d,
-			      (mode & 07777) | S_IFDIR, NULL);
-		err = IS_ERR(d) ? PTR_ERR(d) : 0;
-	}
-	end_creating(d);
-drop:
-	mnt_drop_write(parent.mnt);
-out:
+	err = zk_make_at(&parent, &last, mode, target ? ZK_MAKE_SYMLINK : ZK_MAKE_DIR,
+			 target, NULL);
 	path_put(&parent);
 	putname(name);
 	return err;
@@ -384,37 +408,69 @@ int zk_path_symlink(struct zk_export *e, const char *target, const char *path)
 	return zk_create(e, path, 0, target);
 }
 
+/* rmdir (@is_dir) or unlink of @last in directory @dir. */
+static int zk_remove_at(const struct path *dir, struct qstr *last, bool is_dir)
+{
+	struct mnt_idmap *idmap = mnt_idmap(dir->mnt);
+	struct dentry *d;
+	int err = mnt_want_write(dir->mnt);
+
+	if (err)
+		return err;
+	d = start_removing(idmap, dir->dentry, last);
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+	} else {
+		if (is_dir)
+			err = vfs_rmdir(idmap, d_inode(dir->dentry), d, NULL);
+		else if (d_is_dir(d))
+			err = -EISDIR;
+		else
+			err = vfs_unlink(idmap, d_inode(dir->dentry), d, NULL);
+		end_removing(d);
+	}
+	mnt_drop_write(dir->mnt);
+	return err;
+}
+
 /* rmdir (@dir) or unlink. */
 int zk_path_remove(struct zk_export *e, const char *path, bool dir)
 {
 	struct path parent;
 	struct qstr last;
 	struct filename *name;
-	struct dentry *d;
 	int err = zk_parent(e, path, &parent, &last, &name);
 
 	if (err)
 		return err;
-	err = mnt_want_write(parent.mnt);
-	if (err)
-		goto out;
-	d = start_removing(mnt_idmap(parent.mnt), parent.dentry, &last);
-	if (IS_ERR(d)) {
-		err = PTR_ERR(d);
-		goto drop;
-	}
-	if (dir)
-		err = vfs_rmdir(mnt_idmap(parent.mnt), d_inode(parent.dentry), d, NULL);
-	else if (d_is_dir(d))
-		err = -EISDIR;
-	else
-		err = vfs_unlink(mnt_idmap(parent.mnt), d_inode(parent.dentry), d, NULL);
-	end_removing(d);
-drop:
-	mnt_drop_write(parent.mnt);
-out:
+	err = zk_remove_at(&parent, &last, dir);
 	path_put(&parent);
 	putname(name);
+	return err;
+}
+
+/* Renames @old_last in @old_dir to @new_last in @new_dir (renameat2 @flags). */
+static int zk_rename_at(const struct path *old_dir, struct qstr *old_last,
+			const struct path *new_dir, struct qstr *new_last, u32 flags)
+{
+	struct renamedata rd = {};
+	int err;
+
+	if (old_dir->mnt != new_dir->mnt)
+		return -EXDEV;
+	err = mnt_want_write(old_dir->mnt);
+	if (err)
+		return err;
+	rd.mnt_idmap = mnt_idmap(old_dir->mnt);
+	rd.old_parent = old_dir->dentry;
+	rd.new_parent = new_dir->dentry;
+	rd.flags = flags;
+	err = start_renaming(&rd, 0, old_last, new_last);
+	if (!err) {
+		err = vfs_rename(&rd);
+		end_renaming(&rd);
+	}
+	mnt_drop_write(old_dir->mnt);
 	return err;
 }
 
@@ -422,34 +478,17 @@ int zk_path_rename(struct zk_export *e, const char *from, const char *to)
 {
 	struct path old_parent, new_parent;
 	struct qstr old_last, new_last;
-	struct renamedata rd = {};
 	struct filename *old_name, *new_name;
 	int err = zk_parent(e, from, &old_parent, &old_last, &old_name);
 
 	if (err)
 		return err;
 	err = zk_parent(e, to, &new_parent, &new_last, &new_name);
-	if (err)
-		goto put_old;
-	err = -EXDEV;
-	if (old_parent.mnt != new_parent.mnt)
-		goto put_new;
-	err = mnt_want_write(old_parent.mnt);
-	if (err)
-		goto put_new;
-	rd.mnt_idmap = mnt_idmap(old_parent.mnt);
-	rd.old_parent = old_parent.dentry;
-	rd.new_parent = new_parent.dentry;
-	err = start_renaming(&rd, 0, &old_last, &new_last);
 	if (!err) {
-		err = vfs_rename(&rd);
-		end_renaming(&rd);
+		err = zk_rename_at(&old_parent, &old_last, &new_parent, &new_last, 0);
+		path_put(&new_parent);
+		putname(new_name);
 	}
-	mnt_drop_write(old_parent.mnt);
-put_new:
-	path_put(&new_parent);
-	putname(new_name);
-put_old:
 	path_put(&old_parent);
 	putname(old_name);
 	return err;

@@ -9,7 +9,8 @@
  * longer exists decodes to -ESTALE.  Names are single components (the Rust
  * side refuses "", ".", "..", "/" and NUL); every operation runs with the
  * caller's credentials (installed by the Rust side), so the usual
- * permission checks apply.  Included after vfs.c (zk_fill_stat).
+ * permission checks apply.  Included after vfs.c (zk_fill_stat and the
+ * zk_*_at cores it shares with the path-based calls).
  */
 #include <linux/exportfs.h>
 #include <linux/statfs.h>
@@ -145,50 +146,14 @@ struct zk_obj *zk_obj_lookup(struct zk_obj *dir, const char *name, u32 len, int 
 	return zk_obj_new(dir->path.mnt, d, err);
 }
 
-/* What zk_obj_create makes. */
-enum { ZK_MAKE_FILE = 0, ZK_MAKE_FILE_EXCL = 1, ZK_MAKE_DIR = 2, ZK_MAKE_SYMLINK = 3 };
-
 struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 mode,
 			     int kind, const char *target, int *err)
 {
 	struct qstr q = QSTR_LEN(name, len);
-	struct vfsmount *mnt = dir->path.mnt;
-	struct mnt_idmap *idmap = mnt_idmap(mnt);
-	struct zk_obj *o = NULL;
-	struct dentry *d;
+	struct dentry *d = NULL;
 
-	*err = zk_dir_check(dir);
-	if (*err)
-		return NULL;
-	*err = mnt_want_write(mnt);
-	if (*err)
-		return NULL;
-	d = start_creating(idmap, dir->path.dentry, &q);
-	if (IS_ERR(d)) {
-		*err = PTR_ERR(d);
-		goto drop;
-	}
-	if (d_is_positive(d)) {
-		/* An existing regular file is the result of a non-exclusive create. */
-		*err = (kind == ZK_MAKE_FILE && d_is_reg(d)) ? 0 : -EEXIST;
-	} else if (kind == ZK_MAKE_FILE || kind == ZK_MAKE_FILE_EXCL) {
-		*err = vfs_create(idmap, d, (mode & 07777) | S_IFREG, NULL);
-	} else if (kind == ZK_MAKE_SYMLINK) {
-		*err = vfs_symlink(idmap, d_inode(dir->path.dentry), d, target, NULL);
-	} else {
-		/* On error vfs_mkdir() ends the dirop itself (see zk_create). */
-		d = vfs_mkdir(idmap, d_inode(dir->path.dentry), d, (mode & 07777) | S_IFDIR,
-			      NULL);
-		*err = IS_ERR(d) ? PTR_ERR(d) : 0;
-	}
-	if (!*err && d_is_positive(d))
-		o = zk_obj_new(mnt, dget(d), err);
-	else if (!*err)
-		*err = -ENOENT;	/* created but not instantiated: ask again */
-	end_creating(d);
-drop:
-	mnt_drop_write(mnt);
-	return o;
+	*err = zk_dir_check(dir) ?: zk_make_at(&dir->path, &q, mode, kind, target, &d);
+	return *err ? NULL : zk_obj_new(dir->path.mnt, d, err);
 }
 
 int zk_obj_link(struct zk_obj *o, struct zk_obj *dir, const char *name, u32 len)
@@ -221,30 +186,8 @@ int zk_obj_link(struct zk_obj *o, struct zk_obj *dir, const char *name, u32 len)
 int zk_obj_remove(struct zk_obj *dir, const char *name, u32 len, bool is_dir)
 {
 	struct qstr q = QSTR_LEN(name, len);
-	struct vfsmount *mnt = dir->path.mnt;
-	struct mnt_idmap *idmap = mnt_idmap(mnt);
-	struct dentry *d;
-	int err = zk_dir_check(dir);
 
-	if (err)
-		return err;
-	err = mnt_want_write(mnt);
-	if (err)
-		return err;
-	d = start_removing(idmap, dir->path.dentry, &q);
-	if (IS_ERR(d)) {
-		err = PTR_ERR(d);
-	} else {
-		if (is_dir)
-			err = vfs_rmdir(idmap, d_inode(dir->path.dentry), d, NULL);
-		else if (d_is_dir(d))
-			err = -EISDIR;
-		else
-			err = vfs_unlink(idmap, d_inode(dir->path.dentry), d, NULL);
-		end_removing(d);
-	}
-	mnt_drop_write(mnt);
-	return err;
+	return zk_dir_check(dir) ?: zk_remove_at(&dir->path, &q, is_dir);
 }
 
 int zk_obj_rename(struct zk_obj *from_dir, const char *from, u32 from_len,
@@ -252,30 +195,13 @@ int zk_obj_rename(struct zk_obj *from_dir, const char *from, u32 from_len,
 {
 	struct qstr old_last = QSTR_LEN(from, from_len);
 	struct qstr new_last = QSTR_LEN(to, to_len);
-	struct renamedata rd = {};
-	struct vfsmount *mnt = from_dir->path.mnt;
 	int err = zk_dir_check(from_dir) ?: zk_dir_check(to_dir);
 
 	if (err)
 		return err;
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
-	if (to_dir->path.mnt != mnt)
-		return -EXDEV;
-	err = mnt_want_write(mnt);
-	if (err)
-		return err;
-	rd.mnt_idmap = mnt_idmap(mnt);
-	rd.old_parent = from_dir->path.dentry;
-	rd.new_parent = to_dir->path.dentry;
-	rd.flags = flags;
-	err = start_renaming(&rd, 0, &old_last, &new_last);
-	if (!err) {
-		err = vfs_rename(&rd);
-		end_renaming(&rd);
-	}
-	mnt_drop_write(mnt);
-	return err;
+	return zk_rename_at(&from_dir->path, &old_last, &to_dir->path, &new_last, flags);
 }
 
 int zk_obj_readlink(struct zk_obj *o, u8 *buf, u32 size)
