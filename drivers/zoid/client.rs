@@ -115,6 +115,15 @@ impl CallReply {
         Ok(v)
     }
 
+    /// Copies results at `offset` (from the first result byte) to `out`.
+    pub(crate) fn read_at(&self, offset: usize, out: &mut [u8]) -> Result {
+        let end = offset.checked_add(out.len()).ok_or(EINVAL)?;
+        if end > self.len() {
+            return Err(EINVAL);
+        }
+        self.msg.read_at(CALL_HEADER_LEN + offset, out)
+    }
+
     /// The results, copied straight from the message to the calling
     /// process's memory at `dst` (one copy).
     pub(crate) fn copy_to_user(&self, dst: UserPtr) -> Result {
@@ -208,6 +217,12 @@ impl Client {
         self.ensure_attached().map(|_| ())
     }
 
+    /// The ION and its limits, attaching first if needed (waits at most
+    /// the `timeout_ms` knob).
+    pub(crate) fn attached(&self) -> Result<(u16, AttachReply)> {
+        self.ensure_attached().map(|(ion, l, _)| (ion, l))
+    }
+
     /// Attaches if needed; returns (ion, limits, epoch).
     fn ensure_attached(&self) -> Result<(u16, AttachReply, u32)> {
         let timeout = u64::from(self.knobs.timeout_ms.load(Relaxed));
@@ -267,7 +282,9 @@ impl Client {
     }
 
     /// Sends one call (already marshalled `args`) for `creds` and waits for
-    /// its reply.  `timeout_ms` 0 means the `timeout_ms` knob.
+    /// its reply.  `timeout_ms` 0 means the `timeout_ms` knob; `hard`
+    /// `None` means the `hard` knob (a mount's `soft`/`hard` override it).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn call(
         &self,
         creds: &Creds,
@@ -276,6 +293,7 @@ impl Client {
         flags: u16,
         args: Args<'_>,
         timeout_ms: u32,
+        hard: Option<bool>,
     ) -> Result<CallReply> {
         let (mut ion, limits, mut epoch) = self.ensure_attached()?;
         let groups = creds.groups();
@@ -334,7 +352,7 @@ impl Client {
             GFP_KERNEL,
         )?;
         self.state.lock().calls.push(call.clone(), GFP_KERNEL)?;
-        let result = self.send_and_wait(&call, &msg, &mut ion, &mut epoch, timeout_ms);
+        let result = self.send_and_wait(&call, &msg, &mut ion, &mut epoch, timeout_ms, hard);
         self.state.lock().calls.retain(|c| !Arc::ptr_eq(c, &call));
         result
     }
@@ -346,9 +364,10 @@ impl Client {
         ion: &mut u16,
         epoch: &mut u32,
         timeout_ms: u32,
+        hard: Option<bool>,
     ) -> Result<CallReply> {
         let start = now_ns();
-        let hard = self.knobs.hard.load(Relaxed) != 0;
+        let hard = hard.unwrap_or(self.knobs.hard.load(Relaxed) != 0);
         let timeout = if timeout_ms == 0 {
             self.knobs.timeout_ms.load(Relaxed)
         } else {
@@ -469,7 +488,15 @@ impl Transport for KernelTransport<'_> {
         encode(&mut e).map_err(CallError::Marshal)?;
         let reply = self
             .client
-            .call(&self.creds, plugin, function, 0, Args::Kernel(&args), 0)
+            .call(
+                &self.creds,
+                plugin,
+                function,
+                0,
+                Args::Kernel(&args),
+                0,
+                None,
+            )
             .map_err(|err| CallError::Transport(err.to_errno().abs()))?;
         if reply.errno != 0 {
             return Err(CallError::Errno(reply.errno));

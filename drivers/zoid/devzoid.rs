@@ -188,7 +188,8 @@ pub(crate) fn publish(p: Option<Published>) {
     *CLIENT.lock() = p;
 }
 
-fn client() -> Result<Arc<Client>> {
+/// The published client (`ENODEV` while zoid is not up).
+pub(crate) fn client() -> Result<Arc<Client>> {
     CLIENT.lock().as_ref().map(|p| p.0.clone()).ok_or(ENODEV)
 }
 
@@ -264,6 +265,7 @@ impl ZoidFile {
             c.flags as u16,
             Args::User(UserPtr::from_addr(c.args as usize), c.args_len as usize),
             c.timeout_ms,
+            None,
         )?;
         if reply.len() > c.reply_cap as usize {
             return Err(EOVERFLOW);

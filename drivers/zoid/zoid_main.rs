@@ -14,6 +14,7 @@ use kernel::sync::atomic::Relaxed;
 use kernel::sync::Arc;
 
 mod client;
+mod client_abi;
 mod devzoid;
 mod extern_plugin;
 mod f2cn;

@@ -23,7 +23,7 @@ use crate::zoid_kernel::vfs::{self, CPath, Export, Make, Name, Obj};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{Dirent, Stat};
 use crate::zoid_proto::zoid::plugins::zoidfs::{
-    self, rename, setattr, Handle, SetAttr, StatFs, MAX_HANDLE,
+    self, rename, setattr, Handle, SetAttr, StatFs, APPEND, MAX_HANDLE,
 };
 use kernel::bindings;
 use kernel::prelude::*;
@@ -408,12 +408,15 @@ impl zoidfs::Server for Zoidfs {
         sync: bool,
         attr: &mut Stat,
     ) -> CallResult {
-        if offset < 0 {
-            return Err(errno(EINVAL));
-        }
+        // `APPEND` (-1): at the end of the file, as O_APPEND.
+        let flags = match offset {
+            APPEND => bindings::O_WRONLY | bindings::O_APPEND,
+            0.. => bindings::O_WRONLY,
+            _ => return Err(errno(EINVAL)),
+        };
         self.on(ctx, &h, |o| {
-            let f = o.open(bindings::O_WRONLY).map_err(errno)?;
-            let mut pos = offset;
+            let f = o.open(flags).map_err(errno)?;
+            let mut pos = offset.max(0);
             let n = f.write(data, Some(&mut pos)).map_err(errno)?;
             if sync {
                 f.fsync().map_err(errno)?;

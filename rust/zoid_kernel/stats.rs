@@ -25,7 +25,7 @@ macro_rules! counters {
         }
         impl $name {
             /// Every counter at zero.
-            pub(crate) fn new() -> Self {
+            pub(crate) const fn new() -> Self {
                 Self { $($field: Atomic::new(0),)* }
             }
             /// Every counter with its name.

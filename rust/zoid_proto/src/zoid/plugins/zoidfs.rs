@@ -177,6 +177,9 @@ wire_struct! {
     }
 }
 
+/// `write`'s `offset` for an append at the ION's end of file.
+pub const APPEND: i64 = -1;
+
 /// `rename` flags (the `renameat2` values, the same on every
 /// architecture).
 pub mod rename {
@@ -243,8 +246,10 @@ zoid_plugin! {
     /// at end of file); only those travel back.
     fn read(h: in Handle, offset: in i64, data: out bytes[count, len = ret], count: in u32) = 13;
 
-    /// Writes `data` at `offset` (`sync`: on stable storage before the
-    /// reply); the attributes after the write.  Returns the bytes written.
+    /// Writes `data` at `offset` ([`APPEND`]: at the end of the file, as
+    /// `O_APPEND`, atomically with other appends on the ION; `sync`: on
+    /// stable storage before the reply); the attributes after the write.
+    /// Returns the bytes written.
     fn write(h: in Handle, offset: in i64, data: in bytes, sync: in bool, attr: out Stat) = 14;
 
     /// Flushes `h` to stable storage (`datasync`: data and what is needed

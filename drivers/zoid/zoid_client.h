@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * zoid's client ABI: how another module on a CN (zoidfs) forwards calls to
+ * the CN's ION through a loaded zoid.ko.  The Rust side of these
+ * declarations is drivers/zoid/client_abi.rs (the implementation) and
+ * drivers/zoid/call_abi.rs (a Transport for the generated client stubs,
+ * which Rust consumers include by path); docs/zoid.md describes the
+ * contract.
+ *
+ *	struct zoid_reply *r;
+ *	int errno_ion;
+ *	err = zoid_call(4, 2, args, args_len, 0, ZOID_CALL_DEFAULT, &r);
+ *	if (err > 0)		   the ION answered with errno `err`
+ *	else if (err < 0)	   no answer: -ETIMEDOUT, -EINTR, -E2BIG, ...
+ *	else {			   zoid_reply_read(r, 0, buf, zoid_reply_len(r));
+ *		zoid_reply_free(r);
+ *	}
+ *
+ * Calls carry the calling task's credentials (pid, fsuid, fsgid, groups).
+ */
+#ifndef ZOID_CLIENT_H
+#define ZOID_CLIENT_H
+
+#include <linux/types.h>
+
+#define ZOID_CLIENT_ABI 1
+
+/* How a call waits for an ION that does not answer. */
+enum zoid_call_mode {
+	ZOID_CALL_DEFAULT = 0,	/* zoid's `hard` knob */
+	ZOID_CALL_SOFT = 1,	/* fail with -ETIMEDOUT after the timeout */
+	ZOID_CALL_HARD = 2,	/* wait (and resend) until a fatal signal */
+};
+
+struct zoid_reply;
+
+/*
+ * The ABI version of the loaded zoid.ko (a consumer refuses to load with
+ * another).
+ */
+u32 zoid_client_abi(void);
+
+/*
+ * The CN's ION, attaching first if needed (waits at most zoid's
+ * `timeout_ms`): its node id, or a negative errno (-ETIMEDOUT when no ION
+ * answers, -ENODEV while zoid is not up).  *max_request and *max_reply
+ * receive the ION's message limits (bytes, headers included).
+ */
+int zoid_client_ion(u32 *max_request, u32 *max_reply);
+
+/*
+ * Calls `function` of plug-in `plugin` with marshalled `args` and waits
+ * (`timeout_ms` 0: zoid's `timeout_ms` knob; `mode` a zoid_call_mode).
+ * Returns 0 with *reply set to the results (free with zoid_reply_free()),
+ * a positive errno the ION answered (no reply), or a negative errno when
+ * there is no answer.
+ */
+int zoid_call(u16 plugin, u16 function, const void *args, size_t args_len,
+	      u32 timeout_ms, int mode, struct zoid_reply **reply);
+
+/* Bytes of results in `r`. */
+size_t zoid_reply_len(const struct zoid_reply *r);
+
+/* Copies `len` bytes of results at `off` to `dst`: 0 or -EINVAL. */
+int zoid_reply_read(const struct zoid_reply *r, size_t off, void *dst, size_t len);
+
+void zoid_reply_free(struct zoid_reply *r);
+
+#endif

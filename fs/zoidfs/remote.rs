@@ -1,0 +1,717 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The remote half of zoidfs: each VFS operation of `zoidfs_vfs.c` as one
+//! call of the `zoidfs` plug-in on the CN's ION, through the generated
+//! client stubs and zoid's client ABI.
+//!
+//! The `zoidfs_rs_*` functions are the C ABI of `fs/zoidfs/zoidfs.h`; all
+//! their `unsafe` is turning its pointers into references and slices,
+//! after which [`Remote`] does the work in safe code.
+
+use crate::call_abi::{self, Mode, ZoidTransport};
+use crate::stats::{Op, STATS};
+use crate::zoid_proto::zoid::plugin::CallError;
+use crate::zoid_proto::zoid::plugins::unix::{dirents, Stat};
+use crate::zoid_proto::zoid::plugins::zoidfs::{client, Handle, SetAttr, StatFs, MAX_HANDLE};
+use core::ffi::c_void;
+use kernel::ffi::{c_char, c_int};
+use kernel::prelude::*;
+
+/// `struct zoidfs_fh`.
+#[repr(C)]
+pub(crate) struct RawHandle {
+    len: u8,
+    data: [u8; MAX_HANDLE],
+}
+
+/// `struct zoidfs_attr`.
+#[repr(C)]
+#[derive(Default)]
+pub(crate) struct RawAttr {
+    ino: u64,
+    rdev: u64,
+    blocks: u64,
+    size: i64,
+    atime_sec: i64,
+    mtime_sec: i64,
+    ctime_sec: i64,
+    atime_nsec: u32,
+    mtime_nsec: u32,
+    ctime_nsec: u32,
+    mode: u32,
+    nlink: u32,
+    uid: u32,
+    gid: u32,
+    blksize: u32,
+}
+
+impl From<&Stat> for RawAttr {
+    fn from(s: &Stat) -> Self {
+        Self {
+            ino: s.ino,
+            rdev: s.rdev,
+            blocks: s.blocks,
+            size: s.size,
+            atime_sec: s.atime_sec,
+            mtime_sec: s.mtime_sec,
+            ctime_sec: s.ctime_sec,
+            atime_nsec: s.atime_nsec,
+            mtime_nsec: s.mtime_nsec,
+            ctime_nsec: s.ctime_nsec,
+            mode: s.mode,
+            nlink: s.nlink,
+            uid: s.uid,
+            gid: s.gid,
+            blksize: s.blksize,
+        }
+    }
+}
+
+/// `struct zoidfs_setattr`.
+#[repr(C)]
+pub(crate) struct RawSetAttr {
+    size: i64,
+    atime_sec: i64,
+    mtime_sec: i64,
+    atime_nsec: u32,
+    mtime_nsec: u32,
+    valid: u32,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+}
+
+/// `struct zoidfs_statfs`.
+#[repr(C)]
+pub(crate) struct RawStatFs {
+    blocks: u64,
+    bfree: u64,
+    bavail: u64,
+    files: u64,
+    ffree: u64,
+    bsize: u32,
+    frsize: u32,
+    namelen: u32,
+}
+
+/// `struct zoidfs_conn`.
+#[repr(C)]
+pub(crate) struct RawConn {
+    timeout_ms: u32,
+    mode: c_int,
+}
+
+/// `zoidfs_emit_fn`.
+type EmitFn = unsafe extern "C" fn(
+    ctx: *mut c_void,
+    name: *const c_char,
+    len: usize,
+    ino: u64,
+    kind: u32,
+    next: i64,
+) -> bool;
+
+/// `ZOIDFS_APPEND`: a write at the ION's end of file.
+const APPEND: i64 = -1;
+
+/// A negative errno for C.
+fn neg(e: Error) -> c_int {
+    e.to_errno()
+}
+
+/// A call's failure as a kernel error (counted).
+fn failed(op: Op, e: CallError) -> Error {
+    let errno = e.errno();
+    STATS.failed(op, errno);
+    if errno > 0 && errno < 4096 {
+        Error::from_errno(-errno)
+    } else {
+        EIO
+    }
+}
+
+/// One mount's way to its ION.
+struct Remote {
+    t: ZoidTransport,
+}
+
+impl Remote {
+    fn new(c: &RawConn) -> Self {
+        let mode = match c.mode {
+            1 => Mode::Soft,
+            2 => Mode::Hard,
+            _ => Mode::Default,
+        };
+        Self {
+            t: ZoidTransport {
+                timeout_ms: c.timeout_ms,
+                mode,
+            },
+        }
+    }
+
+    /// Runs one stub call, counting it as `op`.
+    fn run(
+        &self,
+        op: Op,
+        f: impl FnOnce(&ZoidTransport) -> core::result::Result<i64, CallError>,
+    ) -> Result<i64> {
+        STATS.call(op);
+        f(&self.t).map_err(|e| failed(op, e))
+    }
+}
+
+/// The handle C passed in (`EINVAL` for a malformed one).
+fn handle_in(h: &RawHandle) -> Result<Handle> {
+    Handle::new(h.data.get(..usize::from(h.len)).ok_or(EINVAL)?).ok_or(EINVAL)
+}
+
+/// Gives C a handle.
+fn handle_out(h: &Handle, out: &mut RawHandle) {
+    let b = h.as_bytes();
+    out.len = b.len() as u8;
+    out.data = [0; MAX_HANDLE];
+    out.data[..b.len()].copy_from_slice(b);
+}
+
+/// # Safety
+///
+/// `p` is valid for `len` reads (or `len` is 0).
+unsafe fn bytes<'a>(p: *const c_char, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's guarantee.
+        unsafe { core::slice::from_raw_parts(p.cast::<u8>(), len) }
+    }
+}
+
+/// `zoidfs_rs_connect()`: the CN's ION and its limits.
+///
+/// # Safety
+///
+/// Every pointer is valid for one write.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_connect(
+    ion: *mut u32,
+    max_request: *mut u32,
+    max_reply: *mut u32,
+) -> c_int {
+    STATS.call(Op::Connect);
+    match call_abi::ion() {
+        Ok(i) => {
+            // SAFETY: the caller's guarantee.
+            unsafe {
+                *ion = u32::from(i.node);
+                *max_request = i.max_request;
+                *max_reply = i.max_reply;
+            }
+            0
+        }
+        Err(e) => {
+            STATS.failed(Op::Connect, e.to_errno().abs());
+            neg(e)
+        }
+    }
+}
+
+/// `zoidfs_rs_root()`.
+///
+/// # Safety
+///
+/// `c`, `fh`, `attr` are valid; `export` is valid for `export_len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_root(
+    c: *const RawConn,
+    export: *const c_char,
+    export_len: usize,
+    fh: *mut RawHandle,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, export, fh, attr) = unsafe { (&*c, bytes(export, export_len), &mut *fh, &mut *attr) };
+    let mut h = Handle::default();
+    let mut st = Stat::default();
+    match Remote::new(c).run(Op::Root, |t| client::root(t, export, &mut h, &mut st)) {
+        Ok(_) => {
+            handle_out(&h, fh);
+            *attr = RawAttr::from(&st);
+            0
+        }
+        Err(e) => neg(e),
+    }
+}
+
+/// `zoidfs_rs_lookup()`.
+///
+/// # Safety
+///
+/// `c`, `dir`, `fh`, `attr` are valid; `name` is valid for `len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_lookup(
+    c: *const RawConn,
+    dir: *const RawHandle,
+    name: *const c_char,
+    len: usize,
+    fh: *mut RawHandle,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
+    let r = (|| -> Result {
+        let dir = handle_in(dir)?;
+        let mut h = Handle::default();
+        let mut st = Stat::default();
+        Remote::new(c).run(Op::Lookup, |t| {
+            client::lookup(t, dir, name, &mut h, &mut st)
+        })?;
+        handle_out(&h, fh);
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_getattr()`.
+///
+/// # Safety
+///
+/// Every pointer is valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_getattr(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, attr) = unsafe { (&*c, &*fh, &mut *attr) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        let mut st = Stat::default();
+        Remote::new(c).run(Op::Getattr, |t| client::getattr(t, h, &mut st))?;
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_setattr()`.
+///
+/// # Safety
+///
+/// Every pointer is valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_setattr(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    set: *const RawSetAttr,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, set, attr) = unsafe { (&*c, &*fh, &*set, &mut *attr) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        let s = SetAttr {
+            valid: set.valid,
+            mode: set.mode,
+            uid: set.uid,
+            gid: set.gid,
+            size: set.size,
+            atime_sec: set.atime_sec,
+            atime_nsec: set.atime_nsec,
+            mtime_sec: set.mtime_sec,
+            mtime_nsec: set.mtime_nsec,
+        };
+        let mut st = Stat::default();
+        Remote::new(c).run(Op::Setattr, |t| client::setattr(t, h, s, &mut st))?;
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_create()`.
+///
+/// # Safety
+///
+/// `c`, `dir`, `fh`, `attr` are valid; `name` is valid for `len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_create(
+    c: *const RawConn,
+    dir: *const RawHandle,
+    name: *const c_char,
+    len: usize,
+    mode: u32,
+    excl: bool,
+    fh: *mut RawHandle,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
+    let r = (|| -> Result {
+        let dir = handle_in(dir)?;
+        let mut h = Handle::default();
+        let mut st = Stat::default();
+        Remote::new(c).run(Op::Create, |t| {
+            client::create(t, dir, name, mode, excl, &mut h, &mut st)
+        })?;
+        handle_out(&h, fh);
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_mkdir()`.
+///
+/// # Safety
+///
+/// `c`, `dir`, `fh`, `attr` are valid; `name` is valid for `len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_mkdir(
+    c: *const RawConn,
+    dir: *const RawHandle,
+    name: *const c_char,
+    len: usize,
+    mode: u32,
+    fh: *mut RawHandle,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
+    let r = (|| -> Result {
+        let dir = handle_in(dir)?;
+        let mut h = Handle::default();
+        let mut st = Stat::default();
+        Remote::new(c).run(Op::Mkdir, |t| {
+            client::mkdir(t, dir, name, mode, &mut h, &mut st)
+        })?;
+        handle_out(&h, fh);
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_symlink()`.
+///
+/// # Safety
+///
+/// `c`, `dir`, `fh`, `attr` are valid; `name` and `target` are valid for
+/// `len` and `target_len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_symlink(
+    c: *const RawConn,
+    dir: *const RawHandle,
+    name: *const c_char,
+    len: usize,
+    target: *const c_char,
+    target_len: usize,
+    fh: *mut RawHandle,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, dir, name, target, fh, attr) = unsafe {
+        (
+            &*c,
+            &*dir,
+            bytes(name, len),
+            bytes(target, target_len),
+            &mut *fh,
+            &mut *attr,
+        )
+    };
+    let r = (|| -> Result {
+        let dir = handle_in(dir)?;
+        let mut h = Handle::default();
+        let mut st = Stat::default();
+        Remote::new(c).run(Op::Symlink, |t| {
+            client::symlink(t, dir, name, target, &mut h, &mut st)
+        })?;
+        handle_out(&h, fh);
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_link()`.
+///
+/// # Safety
+///
+/// `c`, `fh`, `dir`, `attr` are valid; `name` is valid for `len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_link(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    dir: *const RawHandle,
+    name: *const c_char,
+    len: usize,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, dir, name, attr) = unsafe { (&*c, &*fh, &*dir, bytes(name, len), &mut *attr) };
+    let r = (|| -> Result {
+        let (h, dir) = (handle_in(fh)?, handle_in(dir)?);
+        let mut st = Stat::default();
+        Remote::new(c).run(Op::Link, |t| client::link(t, h, dir, name, &mut st))?;
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_remove()`.
+///
+/// # Safety
+///
+/// `c`, `dir` are valid; `name` is valid for `len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_remove(
+    c: *const RawConn,
+    dir: *const RawHandle,
+    name: *const c_char,
+    len: usize,
+    is_dir: bool,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, dir, name) = unsafe { (&*c, &*dir, bytes(name, len)) };
+    let r = (|| -> Result {
+        let dir = handle_in(dir)?;
+        Remote::new(c).run(Op::Remove, |t| client::remove(t, dir, name, is_dir))?;
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_rename()`.
+///
+/// # Safety
+///
+/// `c`, `from_dir`, `to_dir` are valid; `from` and `to` are valid for
+/// `from_len` and `to_len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_rename(
+    c: *const RawConn,
+    from_dir: *const RawHandle,
+    from: *const c_char,
+    from_len: usize,
+    to_dir: *const RawHandle,
+    to: *const c_char,
+    to_len: usize,
+    flags: u32,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, from_dir, from, to_dir, to) = unsafe {
+        (
+            &*c,
+            &*from_dir,
+            bytes(from, from_len),
+            &*to_dir,
+            bytes(to, to_len),
+        )
+    };
+    let r = (|| -> Result {
+        let (fd, td) = (handle_in(from_dir)?, handle_in(to_dir)?);
+        Remote::new(c).run(Op::Rename, |t| client::rename(t, fd, from, td, to, flags))?;
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_readlink()`: the target's length.
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; `buf` is valid for `cap` writes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_readlink(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    buf: *mut c_char,
+    cap: usize,
+) -> isize {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, buf) = unsafe {
+        (
+            &*c,
+            &*fh,
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), cap),
+        )
+    };
+    let r = (|| -> Result<isize> {
+        let h = handle_in(fh)?;
+        let cap = u32::try_from(buf.len()).map_err(|_| EINVAL)?;
+        let n = Remote::new(c).run(Op::Readlink, |t| client::readlink(t, h, buf, cap))?;
+        isize::try_from(n).map_err(|_| EIO)
+    })();
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_readdir()`: entries after `cookie` handed to `emit` until it
+/// is full; the number handed (0 at the end of the directory).
+///
+/// # Safety
+///
+/// `c`, `dir` are valid; `emit` may be called with `ctx`.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_readdir(
+    c: *const RawConn,
+    dir: *const RawHandle,
+    cookie: i64,
+    cap: u32,
+    emit: EmitFn,
+    ctx: *mut c_void,
+) -> isize {
+    // SAFETY: the caller's guarantees.
+    let (c, dir) = unsafe { (&*c, &*dir) };
+    let r = (|| -> Result<isize> {
+        let h = handle_in(dir)?;
+        let mut buf = KVVec::new();
+        buf.resize(cap as usize, 0, GFP_KERNEL)?;
+        let n = Remote::new(c).run(Op::Readdir, |t| {
+            client::readdir(t, h, cookie, &mut buf, cap)
+        })?;
+        let used = buf.get(..usize::try_from(n).map_err(|_| EIO)?).ok_or(EIO)?;
+        let mut handed = 0isize;
+        for d in dirents(used) {
+            let d = d.map_err(|_| EIO)?;
+            // SAFETY: `emit` and `ctx` are the caller's; the name is valid
+            // for its length during the call.
+            let more = unsafe {
+                emit(
+                    ctx,
+                    d.name.as_ptr().cast(),
+                    d.name.len(),
+                    d.ino,
+                    u32::from(d.kind),
+                    d.off,
+                )
+            };
+            if !more {
+                break;
+            }
+            handed += 1;
+        }
+        Ok(handed)
+    })();
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_read()`: bytes read (0 at the end of the file).
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; `buf` is valid for `count` writes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_read(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    offset: i64,
+    buf: *mut c_void,
+    count: usize,
+) -> isize {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, buf) = unsafe {
+        (
+            &*c,
+            &*fh,
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), count),
+        )
+    };
+    let r = (|| -> Result<isize> {
+        let h = handle_in(fh)?;
+        let count = u32::try_from(buf.len()).map_err(|_| EINVAL)?;
+        let n = Remote::new(c).run(Op::Read, |t| client::read(t, h, offset, buf, count))?;
+        STATS.bytes_read(n);
+        isize::try_from(n).map_err(|_| EIO)
+    })();
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_write()`: bytes written; `offset` [`APPEND`] writes at the
+/// end of the file.
+///
+/// # Safety
+///
+/// `c`, `fh`, `attr` are valid; `buf` is valid for `count` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_write(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    offset: i64,
+    buf: *const c_void,
+    count: usize,
+    sync: bool,
+    attr: *mut RawAttr,
+) -> isize {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, data, attr) = unsafe { (&*c, &*fh, bytes(buf.cast(), count), &mut *attr) };
+    let r = (|| -> Result<isize> {
+        if offset < 0 && offset != APPEND {
+            return Err(EINVAL);
+        }
+        let h = handle_in(fh)?;
+        let mut st = Stat::default();
+        let n = Remote::new(c).run(Op::Write, |t| {
+            client::write(t, h, offset, data, sync, &mut st)
+        })?;
+        *attr = RawAttr::from(&st);
+        STATS.bytes_written(n);
+        isize::try_from(n).map_err(|_| EIO)
+    })();
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_commit()`.
+///
+/// # Safety
+///
+/// Every pointer is valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_commit(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    datasync: bool,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh) = unsafe { (&*c, &*fh) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        Remote::new(c).run(Op::Commit, |t| client::commit(t, h, datasync))?;
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_statfs()`.
+///
+/// # Safety
+///
+/// Every pointer is valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_statfs(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    out: *mut RawStatFs,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, out) = unsafe { (&*c, &*fh, &mut *out) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        let mut st = StatFs::default();
+        Remote::new(c).run(Op::Statfs, |t| client::statfs(t, h, &mut st))?;
+        *out = RawStatFs {
+            blocks: st.blocks,
+            bfree: st.bfree,
+            bavail: st.bavail,
+            files: st.files,
+            ffree: st.ffree,
+            bsize: st.bsize,
+            frsize: st.frsize,
+            namelen: st.namelen,
+        };
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}

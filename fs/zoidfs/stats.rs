@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! zoidfs's counters (`/sys/kernel/zoidfs/stats`): calls forwarded per
+//! operation, failures by kind, bytes moved.
+
+use crate::zoid_kernel::stats::counters;
+use kernel::sync::atomic::{Atomic, Relaxed};
+
+counters! {
+    /// Counters of every zoidfs mount of this CN.
+    pub(crate) struct Counters {
+        connect: "Mounts that asked zoid for the ION.",
+        root: "root calls (mounts).",
+        lookup: "lookup calls (walks and dentry revalidation).",
+        getattr: "getattr calls.",
+        setattr: "setattr calls (chmod, chown, truncate, utimes).",
+        create: "create calls.",
+        mkdir: "mkdir calls.",
+        symlink: "symlink calls.",
+        link: "link calls.",
+        remove: "remove calls (unlink, rmdir).",
+        rename: "rename calls.",
+        readlink: "readlink calls.",
+        readdir: "readdir calls.",
+        read: "read calls (read, mmap page-ins).",
+        write: "write calls.",
+        commit: "commit calls (fsync).",
+        statfs: "statfs calls.",
+        bytes_read: "Bytes read from the ION.",
+        bytes_written: "Bytes written to the ION.",
+        errors: "Calls that failed (any errno, the ION's or zoid's).",
+        estale: "Calls that failed with ESTALE (an object gone on the ION).",
+        timeouts: "Calls that failed with ETIMEDOUT (soft mounts, no ION).",
+        connect_failed: "Mounts that found no ION.",
+    }
+}
+
+/// Every counter of this CN.
+pub(crate) static STATS: Counters = Counters::new();
+
+/// A forwarded operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Op {
+    Connect,
+    Root,
+    Lookup,
+    Getattr,
+    Setattr,
+    Create,
+    Mkdir,
+    Symlink,
+    Link,
+    Remove,
+    Rename,
+    Readlink,
+    Readdir,
+    Read,
+    Write,
+    Commit,
+    Statfs,
+}
+
+const ESTALE: i32 = 116;
+const ETIMEDOUT: i32 = 110;
+
+impl Counters {
+    fn of(&self, op: Op) -> &Atomic<u64> {
+        match op {
+            Op::Connect => &self.connect,
+            Op::Root => &self.root,
+            Op::Lookup => &self.lookup,
+            Op::Getattr => &self.getattr,
+            Op::Setattr => &self.setattr,
+            Op::Create => &self.create,
+            Op::Mkdir => &self.mkdir,
+            Op::Symlink => &self.symlink,
+            Op::Link => &self.link,
+            Op::Remove => &self.remove,
+            Op::Rename => &self.rename,
+            Op::Readlink => &self.readlink,
+            Op::Readdir => &self.readdir,
+            Op::Read => &self.read,
+            Op::Write => &self.write,
+            Op::Commit => &self.commit,
+            Op::Statfs => &self.statfs,
+        }
+    }
+
+    /// Counts one call of `op`.
+    pub(crate) fn call(&self, op: Op) {
+        self.of(op).fetch_add(1, Relaxed);
+    }
+
+    /// Counts a failure of `op` with positive `errno`.
+    pub(crate) fn failed(&self, op: Op, errno: i32) {
+        self.errors.fetch_add(1, Relaxed);
+        match (op, errno) {
+            (Op::Connect, _) => {
+                self.connect_failed.fetch_add(1, Relaxed);
+            }
+            (_, ESTALE) => {
+                self.estale.fetch_add(1, Relaxed);
+            }
+            (_, ETIMEDOUT) => {
+                self.timeouts.fetch_add(1, Relaxed);
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts bytes read (`n` as a call returned it).
+    pub(crate) fn bytes_read(&self, n: i64) {
+        self.bytes_read.fetch_add(n.max(0) as u64, Relaxed);
+    }
+
+    /// Counts bytes written.
+    pub(crate) fn bytes_written(&self, n: i64) {
+        self.bytes_written.fetch_add(n.max(0) as u64, Relaxed);
+    }
+}

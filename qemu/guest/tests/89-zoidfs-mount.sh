@@ -1,0 +1,127 @@
+# `mount -t zoidfs` on every CN: a POSIX workload on the mount gives the
+# same results as on a local tmpfs; what one CN did is what the others see
+# (cache=none); appends from every CN interleave whole; bad mount options,
+# a missing export and a wrong ION fail cleanly; a busy mount and a
+# mounted module are refused.
+. /zoid/tests/treenet-lib.sh
+unset -f stat   # treenet-lib's counter helper; here stat is the command
+Z=/sys/kernel/zoid
+ZFS=/sys/kernel/zoidfs
+X=/zfs-mount-export
+M=/mnt/zoidfs
+zdiag() {
+  echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo
+  echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
+  dmesg | grep -i zoidfs | tail -5
+}
+must_fail_mount() { # expected-dmesg-text options...
+  want=$1; shift
+  if mount -t zoidfs -o "$1" zoidfs $M 2>/dev/null; then
+    echo "mount -o $1 succeeded"; umount $M; return 1
+  fi
+  dmesg | tail -3 | grep -q "$want" || { echo "no '$want' for -o $1:"; dmesg | tail -3; return 1; }
+  ! grep -q " $M " /proc/mounts
+}
+
+# The workload, run in the current directory; prints what a reader of the
+# files would see (no owners or times: those differ by design).
+workload() {
+  echo hello > a; cat a
+  echo more >> a; cat a                      # O_APPEND
+  dd if=/tmp/zfs-rand of=f bs=4096 count=64 2>/dev/null; md5sum f
+  dd if=f of=g bs=1000 skip=7 count=30 2>/dev/null; md5sum g   # odd offsets
+  dd if=/tmp/zfs-rand of=f bs=100 seek=1 count=50 conv=notrunc 2>/dev/null; md5sum f
+  stat -c '%s %h %a %F' a f g
+  mkdir d; mkdir d/e; touch d/e/x; ls -a d | tr '\n' ' '; echo
+  ln a d/hard; stat -c '%h' a d/hard
+  ln -s ../a d/sym; readlink d/sym; cat d/sym; stat -c '%F' d/sym
+  mv a b; [ -e a ] || echo "a gone"; cat b d/hard
+  rmdir d 2>&1 | sed 's/.*: //'              # ENOTEMPTY
+  rm d/e 2>&1 | sed 's/.*: //'               # EISDIR
+  cat nosuch 2>&1 | sed 's/.*: //'           # ENOENT
+  mkdir d 2>&1 | sed 's/.*: //'              # EEXIST
+  chmod 640 b; stat -c '%a' b
+  touch -d '2020-01-02 03:04:05' b; stat -c '%Y' b
+  truncate -s 3 b; cat b; echo
+  truncate -s 100000 b; stat -c '%s' b; md5sum b
+  dd if=/dev/zero of=sparse bs=1 count=1 seek=5368709120 2>/dev/null
+  stat -c '%s' sparse                        # > 4 GiB
+  dd if=sparse of=/dev/null bs=1 skip=5368709119 2>/dev/null && echo "read past 4G"
+  ( set -C; echo x > b ) 2>&1 | sed 's/.*: //'   # O_EXCL on an existing file
+  ( set -C; echo x > excl ); cat excl
+  for i in $(seq 1 150); do : > "many-$i"; done; ls | grep -c '^many-'
+  rm many-*; ls | tr '\n' ' '; echo
+  mv b d/e/moved; ls d/e | tr '\n' ' '; echo
+  rm -r d; ls | tr '\n' ' '; echo
+  head -c 100 f | md5sum                     # mmap-free partial read
+}
+
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p $X && chmod 1777 $X
+  echo 600000 > $Z/timeout_ms
+  echo $X > $Z/export
+fi
+barrier 890
+if [ "$ZOID_ROLE" = cn ]; then
+  mkdir -p $M
+  [ -d $ZFS ] && grep -q "^connect " $ZFS/stats
+  # Bad input first: nothing gets mounted.
+  must_fail_mount "Unknown parameter" bogus=1
+  must_fail_mount "not implemented yet" cache=strict
+  must_fail_mount "has no export" export=nosuch
+  must_fail_mount "is not this CN's ION" ion=4000
+  must_fail_mount "out of range" timeo=0
+  # The real mount, with the pset's ION named explicitly.
+  mount -t zoidfs -o soft,timeo=600 zoidfs $M || { zdiag; exit 1; }
+  grep " $M zoidfs " /proc/mounts | grep -q "soft"
+  stat -f -c '%t' $M | grep -q 7a6f6964
+  # The workload, here and on tmpfs.
+  dd if=/dev/urandom of=/tmp/zfs-rand bs=4096 count=64 2>/dev/null
+  mkdir $M/cn$ZOID_NODE_ID /tmp/zfs-local
+  (cd $M/cn$ZOID_NODE_ID && workload) > /tmp/zfs-remote.out 2>&1
+  (cd /tmp/zfs-local && workload) > /tmp/zfs-local.out 2>&1
+  diff /tmp/zfs-local.out /tmp/zfs-remote.out || { zdiag; exit 1; }
+  # Busy: umount refused while a shell sits in the mount; rmmod refused.
+  (cd $M && sleep 3) & sleep 1
+  ! umount $M 2>/dev/null
+  wait
+  ! rmmod zoidfs 2>/dev/null
+  grep -q "^zoidfs " /proc/modules
+  # For the other CNs: a file, and 40 appends each to one log.
+  echo "from cn$ZOID_NODE_ID" > $M/note-$ZOID_NODE_ID
+  for i in $(seq 1 40); do echo "cn$ZOID_NODE_ID line $i of forty......" >> $M/log; done
+fi
+barrier 891
+if [ "$ZOID_ROLE" = ion ]; then
+  for i in $(seq 1 "$ZOID_CNS"); do
+    [ "$(cat $X/note-$i)" = "from cn$i" ]
+    [ -f $X/cn$i/f ] && [ ! -e $X/cn$i/d ]
+  done
+  [ "$(wc -l < $X/log)" = $((40 * ZOID_CNS)) ] || { wc -l $X/log; exit 1; }
+fi
+if [ "$ZOID_ROLE" = cn ]; then
+  # Every CN sees every CN's files, and whole lines in the shared log.
+  for i in $(seq 1 "$ZOID_CNS"); do [ "$(cat $M/note-$i)" = "from cn$i" ]; done
+  grep -c "^cn[0-9]* line [0-9]* of forty......$" $M/log > /tmp/zfs-lines
+  [ "$(cat /tmp/zfs-lines)" = $((40 * ZOID_CNS)) ] || { cat /tmp/zfs-lines; exit 1; }
+fi
+barrier 892
+if [ "$ZOID_ROLE" = cn ]; then
+  # One CN removes its note; the others see it gone at once (no caching).
+  [ "$ZOID_NODE_ID" = 1 ] && rm $M/note-1
+fi
+barrier 893
+if [ "$ZOID_ROLE" = cn ]; then
+  [ ! -e $M/note-1 ] || { echo "note-1 still visible on cn$ZOID_NODE_ID"; exit 1; }
+  ls $M | grep -q "^note-$ZOID_CNS$"
+  umount $M
+  ! grep -q " $M " /proc/mounts
+  awk '$2 != 0' $ZFS/stats | tr '\n' ' '; echo
+  [ "$(awk '$1 == "estale" { print $2 }' $ZFS/stats)" = 0 ]
+fi
+barrier 894
+if [ "$ZOID_ROLE" = ion ]; then
+  echo > $Z/export
+  rm -rf $X
+fi
+barrier 895
