@@ -5,13 +5,22 @@
  * abstraction for them) and reduce every operation to one call of the
  * Rust side (zoidfs.h, remote.rs), which forwards it to the ION.
  *
- * Caching (cache=none, the only mode so far): nothing is trusted between
- * calls.  Dentries are revalidated by a lookup at every walk, attributes
- * are fetched at every stat, reads and writes go straight to the ION
- * (the page cache holds only what mmap reads, and writes drop it), so
- * every CN sees every other CN's completed operations (serial
- * consistency).  Modelled on fs/9p's cache=none mode and fs/ramfs.
+ * Caching (mount option cache=, docs/zoidfs.md):
+ *  - none: nothing is trusted between calls.  Dentries are revalidated by
+ *    a lookup at every walk, attributes are fetched at every stat, reads
+ *    and writes go straight to the ION (the page cache holds only what
+ *    mmap reads, and writes drop it), so every CN sees every other CN's
+ *    completed operations (serial consistency).
+ *  - strict: close-to-open.  Reads and writes go through the page cache
+ *    (readahead and write-back in rsize/wsize calls); close and fsync
+ *    write dirty data back, open revalidates the attributes and drops
+ *    cached pages another CN made stale; attributes and positive dentries
+ *    are trusted for actimeo seconds.
+ *  - loose: as strict, but open trusts cached attributes too.
+ * O_DIRECT always goes straight to the ION.  Modelled on fs/9p and fs/nfs.
  */
+#include <linux/backing-dev.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -37,8 +46,20 @@
 /* readdir positions 0 and 1 are "." and ".."; 2 starts the ION's list. */
 #define ZOIDFS_DIR_START 2
 
+enum { Cache_none, Cache_strict, Cache_loose };
+
+/* cache= values, indexed by Cache_*. */
+static const struct constant_table zoidfs_cache_modes[] = {
+	{ "none", Cache_none },
+	{ "strict", Cache_strict },
+	{ "loose", Cache_loose },
+	{}
+};
+
 struct zoidfs_sb {
 	struct zoidfs_conn conn;
+	int cache;		/* Cache_* */
+	unsigned long actimeo;	/* jiffies attributes and dentries hold */
 	struct zoidfs_fh root;
 	u32 ion;
 	u32 rsize;
@@ -51,6 +72,10 @@ struct zoidfs_sb {
 
 struct zoidfs_inode {
 	struct zoidfs_fh fh;
+	/* When the attributes came from the ION (jiffies). */
+	unsigned long attr_time;
+	/* Whose credentials write dirty pages back (the last writer's). */
+	const struct cred *wb_cred;
 	struct inode vfs_inode;
 };
 
@@ -76,16 +101,29 @@ static const struct inode_operations zoidfs_file_iops;
 static const struct inode_operations zoidfs_symlink_iops;
 static const struct file_operations zoidfs_dir_fops;
 static const struct file_operations zoidfs_file_fops;
+static const struct file_operations zoidfs_cached_fops;
 static const struct address_space_operations zoidfs_aops;
 static const struct dentry_operations zoidfs_dentry_ops;
 
 /* ---- Inodes ---- */
 
-/* Brings `inode` up to the ION's attributes. */
-static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a)
+/* Whether `inode` has data the ION has not seen yet. */
+static bool zoidfs_has_dirty(struct inode *inode)
+{
+	return mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY) ||
+		mapping_tagged(inode->i_mapping, PAGECACHE_TAG_WRITEBACK);
+}
+
+/*
+ * Brings `inode` up to the ION's attributes.  `ours`: the change is our
+ * own write's, so cached pages stay valid.  While dirty data is waiting,
+ * the size is ours (at least what we wrote).
+ */
+static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bool ours)
 {
 	struct timespec64 mtime = inode_get_mtime(inode);
-	bool changed = S_ISREG(inode->i_mode) &&
+	bool dirty = S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode);
+	bool changed = S_ISREG(inode->i_mode) && !ours && !dirty &&
 		(mtime.tv_sec != a->mtime_sec || mtime.tv_nsec != a->mtime_nsec ||
 		 i_size_read(inode) != a->size);
 
@@ -93,14 +131,37 @@ static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a)
 	set_nlink(inode, a->nlink);
 	inode->i_uid = make_kuid(&init_user_ns, a->uid);
 	inode->i_gid = make_kgid(&init_user_ns, a->gid);
-	i_size_write(inode, a->size);
+	if (!dirty || a->size > i_size_read(inode))
+		i_size_write(inode, a->size);
 	inode->i_blocks = a->blocks;
+	ZI(inode)->attr_time = jiffies;
 	inode_set_atime(inode, a->atime_sec, a->atime_nsec);
 	inode_set_mtime(inode, a->mtime_sec, a->mtime_nsec);
 	inode_set_ctime(inode, a->ctime_sec, a->ctime_nsec);
 	/* Someone changed the file: what mmap cached is stale. */
 	if (changed && inode->i_mapping->nrpages)
 		invalidate_mapping_pages(inode->i_mapping, 0, -1);
+}
+
+static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a)
+{
+	zoidfs_set_attr(inode, a, false);
+}
+
+/* Fetches the attributes unless the cached ones are fresh (`force`: always). */
+static int zoidfs_revalidate(struct inode *inode, bool force)
+{
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	struct zoidfs_attr a;
+	int err;
+
+	if (!force && sbi->cache != Cache_none &&
+	    time_before(jiffies, ZI(inode)->attr_time + sbi->actimeo))
+		return 0;
+	err = zoidfs_rs_getattr(&sbi->conn, &ZI(inode)->fh, &a);
+	if (!err)
+		zoidfs_apply_attr(inode, &a);
+	return err;
 }
 
 static int zoidfs_test(struct inode *inode, void *data)
@@ -147,7 +208,8 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 		break;
 	case S_IFREG:
 		inode->i_op = &zoidfs_file_iops;
-		inode->i_fop = &zoidfs_file_fops;
+		inode->i_fop = ZSB(sb)->cache == Cache_none ? &zoidfs_file_fops :
+			&zoidfs_cached_fops;
 		inode->i_mapping->a_ops = &zoidfs_aops;
 		break;
 	case S_IFLNK:
@@ -170,7 +232,21 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 	if (!zi)
 		return NULL;
 	zi->fh.len = 0;
+	zi->attr_time = 0;
+	zi->wb_cred = NULL;
 	return &zi->vfs_inode;
+}
+
+static void zoidfs_evict_inode(struct inode *inode)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	if (zi->wb_cred) {
+		put_cred(zi->wb_cred);
+		zi->wb_cred = NULL;
+	}
 }
 
 static void zoidfs_free_inode(struct inode *inode)
@@ -212,23 +288,29 @@ static struct dentry *zoidfs_lookup(struct inode *dir, struct dentry *dentry,
 	inode = zoidfs_lookup_inode(dir, &dentry->d_name);
 	if (IS_ERR(inode))
 		return ERR_CAST(inode);
+	dentry->d_time = jiffies;
 	return d_splice_alias(inode, dentry);
 }
 
 /*
  * cache=none: a dentry holds until the next walk, which asks the ION
- * again.  Negative dentries are never trusted.
+ * again.  strict and loose: positive dentries hold for actimeo.  Negative
+ * dentries are never trusted (another CN may have made the name).
  */
 static int zoidfs_d_revalidate(struct inode *dir, const struct qstr *name,
 			       struct dentry *dentry, unsigned int flags)
 {
+	struct zoidfs_sb *sbi = ZSB(dir->i_sb);
 	struct inode *inode, *found;
 
-	if (flags & LOOKUP_RCU)
-		return -ECHILD;
-	inode = d_inode(dentry);
+	inode = d_inode_rcu(dentry);
 	if (!inode)
 		return 0;
+	if (sbi->cache != Cache_none &&
+	    time_before(jiffies, READ_ONCE(dentry->d_time) + sbi->actimeo))
+		return 1;
+	if (flags & LOOKUP_RCU)
+		return -ECHILD;
 	found = zoidfs_lookup_inode(dir, name);
 	if (IS_ERR(found))
 		return PTR_ERR(found) == -ESTALE ? 0 : PTR_ERR(found);
@@ -236,7 +318,10 @@ static int zoidfs_d_revalidate(struct inode *dir, const struct qstr *name,
 		return 0;
 	iput(found);
 	/* Same handle, same inode (iget5 found it); otherwise replaced. */
-	return found == inode;
+	if (found != inode)
+		return 0;
+	WRITE_ONCE(dentry->d_time, jiffies);
+	return 1;
 }
 
 static const struct dentry_operations zoidfs_dentry_ops = {
@@ -251,6 +336,7 @@ static int zoidfs_instantiate(struct inode *dir, struct dentry *dentry,
 
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
+	dentry->d_time = jiffies;
 	d_instantiate(dentry, inode);
 	return 0;
 }
@@ -441,14 +527,20 @@ static int zoidfs_getattr(struct mnt_idmap *idmap, const struct path *path,
 			  struct kstat *stat, u32 request_mask, unsigned int flags)
 {
 	struct inode *inode = d_inode(path->dentry);
-	struct zoidfs_attr a;
+	bool force = (flags & AT_STATX_SYNC_TYPE) == AT_STATX_FORCE_SYNC;
 	int err;
 
-	if (!(flags & AT_STATX_DONT_SYNC)) {
-		err = zoidfs_rs_getattr(zconn(inode), &ZI(inode)->fh, &a);
+	if ((flags & AT_STATX_SYNC_TYPE) != AT_STATX_DONT_SYNC) {
+		/* Size and mtime as the ION will have them: write back first. */
+		if (S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode)) {
+			err = filemap_write_and_wait(inode->i_mapping);
+			if (err)
+				return err;
+			force = true;
+		}
+		err = zoidfs_revalidate(inode, force);
 		if (err)
 			return err;
-		zoidfs_apply_attr(inode, &a);
 	}
 	generic_fillattr(idmap, request_mask, inode, stat);
 	return 0;
@@ -567,6 +659,12 @@ static ssize_t zoidfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 	if (!iov_iter_count(to))
 		return 0;
+	if (zoidfs_has_dirty(inode)) {
+		n = filemap_write_and_wait_range(inode->i_mapping, iocb->ki_pos,
+						 iocb->ki_pos + iov_iter_count(to) - 1);
+		if (n)
+			return n;
+	}
 	buf = kvmalloc(chunk, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
@@ -608,6 +706,11 @@ static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	n = file_remove_privs(iocb->ki_filp);
 	if (n)
 		goto out_unlock;
+	if (zoidfs_has_dirty(inode)) {
+		n = filemap_write_and_wait(inode->i_mapping);
+		if (n)
+			goto out_unlock;
+	}
 	chunk = min_t(size_t, iov_iter_count(from), sbi->wsize);
 	buf = kvmalloc(chunk, GFP_KERNEL);
 	n = -ENOMEM;
@@ -659,10 +762,11 @@ static int zoidfs_fsync(struct file *file, loff_t start, loff_t end, int datasyn
 	return zoidfs_rs_commit(zconn(inode), &ZI(inode)->fh, datasync);
 }
 
-/* mmap reads through the page cache; each folio is one read call. */
-static int zoidfs_read_folio(struct file *file, struct folio *folio)
+/* ---- The page cache (cache=strict|loose; mmap in every mode) ---- */
+
+/* Reads the folio's bytes from the ION; zeroes what lies past the end. */
+static int zoidfs_fill_folio(struct inode *inode, struct folio *folio)
 {
-	struct inode *inode = folio->mapping->host;
 	loff_t pos = folio_pos(folio);
 	size_t len = folio_size(folio), off;
 	ssize_t n = 0;
@@ -675,25 +779,348 @@ static int zoidfs_read_folio(struct file *file, struct folio *folio)
 			memset(addr + n, 0, PAGE_SIZE - n);
 		kunmap_local(addr);
 		if (n < 0)
-			break;
+			return n;
 	}
-	folio_end_read(folio, n >= 0);
+	return 0;
+}
+
+static int zoidfs_read_folio(struct file *file, struct folio *folio)
+{
+	int err = zoidfs_fill_folio(folio->mapping->host, folio);
+
+	folio_end_read(folio, !err);
+	return err;
+}
+
+/* Readahead: the whole window in rsize calls, copied into the folios. */
+static void zoidfs_readahead(struct readahead_control *rac)
+{
+	struct inode *inode = rac->mapping->host;
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	loff_t end = readahead_pos(rac) + readahead_length(rac);
+	loff_t buf_pos = 0;
+	size_t buf_len = 0, cap = min_t(size_t, readahead_length(rac), sbi->rsize);
+	struct folio *folio;
+	bool failed = false;
+	void *buf = kvmalloc(cap, GFP_KERNEL);
+
+	while ((folio = readahead_folio(rac))) {
+		loff_t pos = folio_pos(folio);
+		size_t len = folio_size(folio);
+
+		if (!buf || failed) {
+			/* Unlocked and left !uptodate: read_folio retries. */
+			folio_end_read(folio, false);
+			continue;
+		}
+		if (!buf_len || pos < buf_pos || pos + len > buf_pos + buf_len) {
+			ssize_t n;
+
+			buf_pos = pos;
+			n = zoidfs_rs_read(&sbi->conn, &ZI(inode)->fh, pos, buf,
+					   min_t(loff_t, cap, end - pos));
+			if (n < 0) {
+				failed = true;
+				folio_end_read(folio, false);
+				continue;
+			}
+			/* Past the ION's end of file: zeroes. */
+			memset(buf + n, 0, min_t(loff_t, cap, end - pos) - n);
+			buf_len = min_t(loff_t, cap, end - pos);
+		}
+		memcpy_to_folio(folio, 0, buf + (pos - buf_pos), len);
+		folio_end_read(folio, true);
+	}
+	kvfree(buf);
+}
+
+/* Remembers whose credentials write the dirty pages back. */
+static void zoidfs_note_writer(struct inode *inode)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+	const struct cred *old = NULL, *mine = current_cred();
+
+	if (READ_ONCE(zi->wb_cred) == mine)
+		return;
+	get_cred(mine);
+	spin_lock(&inode->i_lock);
+	old = zi->wb_cred;
+	zi->wb_cred = mine;
+	spin_unlock(&inode->i_lock);
+	if (old)
+		put_cred(old);
+}
+
+static int zoidfs_write_begin(const struct kiocb *iocb, struct address_space *mapping,
+			      loff_t pos, unsigned int len, struct folio **foliop,
+			      void **fsdata)
+{
+	struct inode *inode = mapping->host;
+	struct folio *folio;
+	size_t from;
+	int err;
+
+	folio = __filemap_get_folio(mapping, pos / PAGE_SIZE, FGP_WRITEBEGIN,
+				    mapping_gfp_mask(mapping));
+	if (IS_ERR(folio))
+		return PTR_ERR(folio);
+	*foliop = folio;
+	if (folio_test_uptodate(folio) || len == folio_size(folio))
+		return 0;
+	from = offset_in_folio(folio, pos);
+	/* Nothing of the file around the write: zeroes. */
+	if (folio_pos(folio) >= i_size_read(inode) ||
+	    (from == 0 && pos + len >= i_size_read(inode))) {
+		folio_zero_segments(folio, 0, from, from + len, folio_size(folio));
+		return 0;
+	}
+	err = zoidfs_fill_folio(inode, folio);
+	if (err) {
+		folio_unlock(folio);
+		folio_put(folio);
+		return err;
+	}
+	folio_mark_uptodate(folio);
+	return 0;
+}
+
+static int zoidfs_write_end(const struct kiocb *iocb, struct address_space *mapping,
+			    loff_t pos, unsigned int len, unsigned int copied,
+			    struct folio *folio, void *fsdata)
+{
+	struct inode *inode = mapping->host;
+
+	/* A short copy into a folio we did not read: try again. */
+	if (!folio_test_uptodate(folio)) {
+		if (copied < len) {
+			copied = 0;
+			goto out;
+		}
+		folio_mark_uptodate(folio);
+	}
+	if (pos + copied > inode->i_size)
+		i_size_write(inode, pos + copied);
+	folio_mark_dirty(folio);
+out:
+	folio_unlock(folio);
+	folio_put(folio);
+	return copied;
+}
+
+/* Write-back: runs of contiguous dirty folios, up to wsize per call. */
+struct zoidfs_wb {
+	struct inode *inode;
+	void *buf;
+	size_t cap;
+	loff_t start;
+	size_t len;
+	struct folio **folios;
+	unsigned int n, max;
+};
+
+static int zoidfs_wb_flush(struct zoidfs_wb *wb)
+{
+	struct zoidfs_attr a;
+	ssize_t n = 0;
+	size_t done = 0;
+	unsigned int i;
+
+	while (done < wb->len) {
+		n = zoidfs_rs_write(zconn(wb->inode), &ZI(wb->inode)->fh, wb->start + done,
+				    wb->buf + done, wb->len - done, false, &a);
+		if (n <= 0) {
+			n = n ? n : -EIO;
+			break;
+		}
+		done += n;
+	}
+	if (done)
+		zoidfs_set_attr(wb->inode, &a, true);
+	for (i = 0; i < wb->n; i++) {
+		if (n < 0)
+			mapping_set_error(wb->folios[i]->mapping, n);
+		folio_end_writeback(wb->folios[i]);
+	}
+	wb->n = 0;
+	wb->len = 0;
 	return n < 0 ? n : 0;
+}
+
+static int zoidfs_writepages(struct address_space *mapping, struct writeback_control *wbc)
+{
+	struct inode *inode = mapping->host;
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	struct zoidfs_wb wb = { .inode = inode };
+	const struct cred *cred, *old = NULL;
+	struct folio *folio = NULL;
+	int error = 0, err;
+
+	wb.cap = sbi->wsize;
+	wb.max = wb.cap / PAGE_SIZE;
+	wb.buf = kvmalloc(wb.cap, GFP_NOFS);
+	wb.folios = kmalloc_array(wb.max, sizeof(*wb.folios), GFP_NOFS);
+	if (!wb.buf || !wb.folios) {
+		kvfree(wb.buf);
+		kfree(wb.folios);
+		return -ENOMEM;
+	}
+	/* Background write-back runs in a kworker: use the writer's identity. */
+	spin_lock(&inode->i_lock);
+	cred = ZI(inode)->wb_cred ? get_cred(ZI(inode)->wb_cred) : NULL;
+	spin_unlock(&inode->i_lock);
+	if (cred)
+		old = override_creds(cred);
+
+	while ((folio = writeback_iter(mapping, wbc, folio, &error))) {
+		loff_t pos = folio_pos(folio), isize = i_size_read(inode);
+		size_t len;
+
+		if (pos >= isize) {
+			/* Truncated away meanwhile. */
+			folio_unlock(folio);
+			continue;
+		}
+		len = min_t(loff_t, folio_size(folio), isize - pos);
+		if (wb.len && (pos != wb.start + wb.len || wb.len + len > wb.cap ||
+			       wb.n == wb.max)) {
+			err = zoidfs_wb_flush(&wb);
+			if (err)
+				error = err;
+		}
+		if (!wb.len)
+			wb.start = pos;
+		memcpy_from_folio(wb.buf + wb.len, folio, 0, len);
+		folio_start_writeback(folio);
+		folio_unlock(folio);
+		wb.folios[wb.n++] = folio;
+		wb.len += len;
+	}
+	if (wb.len) {
+		err = zoidfs_wb_flush(&wb);
+		if (err)
+			error = err;
+	}
+	if (cred) {
+		revert_creds(old);
+		put_cred(cred);
+	}
+	kvfree(wb.buf);
+	kfree(wb.folios);
+	return error;
 }
 
 static const struct address_space_operations zoidfs_aops = {
 	.read_folio = zoidfs_read_folio,
+	.readahead = zoidfs_readahead,
+	.write_begin = zoidfs_write_begin,
+	.write_end = zoidfs_write_end,
+	.writepages = zoidfs_writepages,
+	.dirty_folio = filemap_dirty_folio,
+	.migrate_folio = filemap_migrate_folio,
 };
 
+/* cache=strict: open sees what the last close on any CN wrote. */
+static int zoidfs_cached_open(struct inode *inode, struct file *file)
+{
+	int err;
+
+	if (ZSB(inode->i_sb)->cache == Cache_strict) {
+		err = zoidfs_revalidate(inode, true);
+		if (err)
+			return err;
+	}
+	return zoidfs_open(inode, file);
+}
+
+/* close: what this file wrote reaches the ION (errors reported here). */
+static int zoidfs_cached_flush(struct file *file, fl_owner_t id)
+{
+	if (!(file->f_mode & FMODE_WRITE))
+		return 0;
+	return file_write_and_wait(file);
+}
+
+static ssize_t zoidfs_cached_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	int err;
+
+	if (!(iocb->ki_flags & IOCB_DIRECT))
+		return generic_file_read_iter(iocb, to);
+	/* O_DIRECT: cached dirty data first, then straight from the ION. */
+	err = filemap_write_and_wait_range(inode->i_mapping, iocb->ki_pos,
+					   iocb->ki_pos + iov_iter_count(to) - 1);
+	if (err)
+		return err;
+	return zoidfs_read_iter(iocb, to);
+}
+
+static ssize_t zoidfs_cached_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	ssize_t n;
+
+	if (iocb->ki_flags & IOCB_DIRECT) {
+		n = filemap_write_and_wait(inode->i_mapping);
+		if (n)
+			return n;
+		return zoidfs_write_iter(iocb, from);
+	}
+	zoidfs_note_writer(inode);
+	/* Appends: at the ION's end of file unless ours is ahead of it. */
+	if ((iocb->ki_flags & IOCB_APPEND) && !zoidfs_has_dirty(inode)) {
+		n = zoidfs_revalidate(inode, true);
+		if (n)
+			return n;
+	}
+	return generic_file_write_iter(iocb, from);
+}
+
+static int zoidfs_cached_fsync(struct file *file, loff_t start, loff_t end, int datasync)
+{
+	struct inode *inode = file_inode(file);
+	int err = file_write_and_wait_range(file, start, end);
+
+	if (err)
+		return err;
+	return zoidfs_rs_commit(zconn(inode), &ZI(inode)->fh, datasync);
+}
+
+static int zoidfs_cached_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	if (file->f_mode & FMODE_WRITE)
+		zoidfs_note_writer(file_inode(file));
+	return generic_file_mmap(file, vma);
+}
+
+/*
+ * cache=none: read and write go to the ION; mmap is the one user of the
+ * page cache (its dirty pages are written back at msync, close and fsync,
+ * and before a read or write of their range).
+ */
 static const struct file_operations zoidfs_file_fops = {
 	.owner = THIS_MODULE,
 	.open = zoidfs_open,
+	.flush = zoidfs_cached_flush,
 	.llseek = generic_file_llseek,
 	.read_iter = zoidfs_read_iter,
 	.write_iter = zoidfs_write_iter,
-	.mmap = generic_file_readonly_mmap,
-	.fsync = zoidfs_fsync,
+	.mmap = zoidfs_cached_mmap,
+	.fsync = zoidfs_cached_fsync,
 	.splice_read = copy_splice_read,
+};
+
+static const struct file_operations zoidfs_cached_fops = {
+	.owner = THIS_MODULE,
+	.open = zoidfs_cached_open,
+	.flush = zoidfs_cached_flush,
+	.llseek = generic_file_llseek,
+	.read_iter = zoidfs_cached_read_iter,
+	.write_iter = zoidfs_cached_write_iter,
+	.mmap = zoidfs_cached_mmap,
+	.fsync = zoidfs_cached_fsync,
+	.splice_read = filemap_splice_read,
+	.splice_write = iter_file_splice_write,
 };
 
 static const struct file_operations zoidfs_dir_fops = {
@@ -759,7 +1186,10 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",ion=%u", sbi->ion);
 	if (sbi->export && *sbi->export)
 		seq_show_option(m, "export", sbi->export);
-	seq_printf(m, ",cache=none,%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u",
+	seq_printf(m, ",cache=%s", zoidfs_cache_modes[sbi->cache].name);
+	if (sbi->cache != Cache_none)
+		seq_printf(m, ",actimeo=%lu", sbi->actimeo / HZ);
+	seq_printf(m, ",%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u",
 		   sbi->hard ? "hard" : "soft", sbi->timeo, sbi->retrans, sbi->rsize,
 		   sbi->wsize);
 	return 0;
@@ -770,27 +1200,20 @@ static const struct super_operations zoidfs_sops = {
 	.free_inode = zoidfs_free_inode,
 	.statfs = zoidfs_statfs,
 	.drop_inode = inode_just_drop,
+	.evict_inode = zoidfs_evict_inode,
 	.show_options = zoidfs_show_options,
 };
 
 /* ---- Mounting ---- */
 
-enum { Opt_ion, Opt_export, Opt_cache, Opt_timeo, Opt_retrans, Opt_soft, Opt_hard,
-	Opt_rsize, Opt_wsize };
-
-enum { Cache_none, Cache_strict, Cache_loose };
-
-static const struct constant_table zoidfs_cache_modes[] = {
-	{ "none", Cache_none },
-	{ "strict", Cache_strict },
-	{ "loose", Cache_loose },
-	{}
-};
+enum { Opt_ion, Opt_export, Opt_cache, Opt_actimeo, Opt_timeo, Opt_retrans, Opt_soft,
+	Opt_hard, Opt_rsize, Opt_wsize };
 
 static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("ion", Opt_ion),
 	fsparam_string("export", Opt_export),
 	fsparam_enum("cache", Opt_cache, zoidfs_cache_modes),
+	fsparam_u32("actimeo", Opt_actimeo),
 	fsparam_u32("timeo", Opt_timeo),
 	fsparam_u32("retrans", Opt_retrans),
 	fsparam_flag("soft", Opt_soft),
@@ -804,6 +1227,8 @@ static const struct fs_parameter_spec zoidfs_params[] = {
 struct zoidfs_ctx {
 	u32 ion;		/* U32_MAX: the CN's ION, whichever it is */
 	char *export;
+	int cache;
+	u32 actimeo;		/* seconds */
 	u32 timeo;
 	u32 retrans;
 	u32 rsize;
@@ -834,9 +1259,13 @@ static int zoidfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		param->string = NULL;
 		break;
 	case Opt_cache:
-		if (result.uint_32 != Cache_none)
-			return invalfc(fc, "cache=%s is not implemented yet (use cache=none)",
-				       param->string);
+		ctx->cache = result.uint_32;
+		break;
+	case Opt_actimeo:
+		if (result.uint_32 > 3600)
+			return invalfc(fc, "actimeo=%u out of range (0..3600 seconds)",
+				       result.uint_32);
+		ctx->actimeo = result.uint_32;
 		break;
 	case Opt_timeo:
 		if (!result.uint_32 || result.uint_32 > 36000)
@@ -894,6 +1323,8 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (!sbi)
 		return -ENOMEM;
 	sb->s_fs_info = sbi;
+	sbi->cache = ctx->cache;
+	sbi->actimeo = (unsigned long)ctx->actimeo * HZ;
 	sbi->timeo = ctx->timeo;
 	sbi->retrans = ctx->retrans;
 	sbi->hard = ctx->hard;
@@ -923,6 +1354,12 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (!S_ISDIR(a.mode))
 		return errorfc(fc, "export root is not a directory"), -ENOTDIR;
 
+	/* Its own writeback context, so that dirty pages are written back. */
+	err = super_setup_bdi(sb);
+	if (err)
+		return err;
+	sb->s_bdi->ra_pages = 2 * sbi->rsize / PAGE_SIZE;
+	sb->s_bdi->io_pages = sbi->rsize / PAGE_SIZE;
 	sb->s_magic = ZOIDFS_MAGIC;
 	sb->s_op = &zoidfs_sops;
 	set_default_d_op(sb, &zoidfs_dentry_ops);
@@ -937,8 +1374,9 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return -ENOMEM;
-	pr_info("zoidfs: mounted export \"%s\" of ION %u (rsize %u, wsize %u, %s)\n",
-		export, ion, sbi->rsize, sbi->wsize, sbi->hard ? "hard" : "soft");
+	pr_info("zoidfs: mounted export \"%s\" of ION %u (cache=%s, rsize %u, wsize %u, %s)\n",
+		export, ion, zoidfs_cache_modes[sbi->cache].name, sbi->rsize, sbi->wsize,
+		sbi->hard ? "hard" : "soft");
 	return 0;
 }
 
@@ -970,6 +1408,8 @@ static int zoidfs_init_fs_context(struct fs_context *fc)
 	if (!ctx)
 		return -ENOMEM;
 	ctx->ion = U32_MAX;
+	ctx->cache = Cache_none;
+	ctx->actimeo = 3;	/* NFS's acregmin */
 	ctx->timeo = 600;	/* 60 s, like NFS over TCP */
 	ctx->retrans = 2;
 	ctx->hard = true;

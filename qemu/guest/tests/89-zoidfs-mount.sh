@@ -1,8 +1,10 @@
-# `mount -t zoidfs` on every CN: a POSIX workload on the mount gives the
-# same results as on a local tmpfs; what one CN did is what the others see
-# (cache=none); appends from every CN interleave whole; bad mount options,
-# a missing export and a wrong ION fail cleanly; a busy mount and a
-# mounted module are refused.
+# `mount -t zoidfs` on every CN, in each cache mode (none, strict, loose):
+# a POSIX workload on the mount gives the same results as on a local tmpfs,
+# and zfsx's random read/write/truncate/mmap verifies every byte; what one
+# CN did is what the others see (at once with cache=none, at the next open
+# with cache=strict); appends from every CN interleave whole; bad mount
+# options, a missing export and a wrong ION fail cleanly; a busy mount and
+# a mounted module are refused.
 . /zoid/tests/treenet-lib.sh
 unset -f stat   # treenet-lib's counter helper; here stat is the command
 Z=/sys/kernel/zoid
@@ -67,7 +69,8 @@ if [ "$ZOID_ROLE" = cn ]; then
   [ -d $ZFS ] && grep -q "^connect " $ZFS/stats
   # Bad input first: nothing gets mounted.
   must_fail_mount "Unknown parameter" bogus=1
-  must_fail_mount "not implemented yet" cache=strict
+  must_fail_mount "Bad value for 'cache'" cache=sometimes
+  must_fail_mount "out of range" actimeo=100000
   must_fail_mount "has no export" export=nosuch
   must_fail_mount "is not this CN's ION" ion=4000
   must_fail_mount "out of range" timeo=0
@@ -75,12 +78,23 @@ if [ "$ZOID_ROLE" = cn ]; then
   mount -t zoidfs -o soft,timeo=600 zoidfs $M || { zdiag; exit 1; }
   grep " $M zoidfs " /proc/mounts | grep -q "soft"
   stat -f -c '%t' $M | grep -q 7a6f6964
-  # The workload, here and on tmpfs.
+  # The workload on tmpfs, then on the mount in each cache mode.
   dd if=/dev/urandom of=/tmp/zfs-rand bs=4096 count=64 2>/dev/null
-  mkdir $M/cn$ZOID_NODE_ID /tmp/zfs-local
-  (cd $M/cn$ZOID_NODE_ID && workload) > /tmp/zfs-remote.out 2>&1
+  mkdir /tmp/zfs-local
   (cd /tmp/zfs-local && workload) > /tmp/zfs-local.out 2>&1
-  diff /tmp/zfs-local.out /tmp/zfs-remote.out || { zdiag; exit 1; }
+  for mode in none strict loose; do
+    [ $mode = none ] || { umount $M; mount -t zoidfs -o cache=$mode zoidfs $M; }
+    grep " $M zoidfs " /proc/mounts | grep -q "cache=$mode"
+    D=$M/cn$ZOID_NODE_ID-$mode
+    mkdir $D
+    (cd $D && workload) > /tmp/zfs-remote.out 2>&1
+    diff /tmp/zfs-local.out /tmp/zfs-remote.out || { echo "cache=$mode"; zdiag; exit 1; }
+    /zoid/bin/zfsx $D/fsx 400 $ZOID_NODE_ID > /tmp/zfsx.out ||
+      { echo "zfsx cache=$mode"; zdiag; exit 1; }
+    cmp $D/fsx $D/fsx   # readable after close
+  done
+  umount $M
+  mount -t zoidfs -o soft,timeo=600 zoidfs $M
   # Busy: umount refused while a shell sits in the mount; rmmod refused.
   (cd $M && sleep 3) & sleep 1
   ! umount $M 2>/dev/null
@@ -95,7 +109,7 @@ barrier 891
 if [ "$ZOID_ROLE" = ion ]; then
   for i in $(seq 1 "$ZOID_CNS"); do
     [ "$(cat $X/note-$i)" = "from cn$i" ]
-    [ -f $X/cn$i/f ] && [ ! -e $X/cn$i/d ]
+    [ -f $X/cn$i-strict/f ] && [ ! -e $X/cn$i-loose/d ]
   done
   [ "$(wc -l < $X/log)" = $((40 * ZOID_CNS)) ] || { wc -l $X/log; exit 1; }
 fi
@@ -119,9 +133,29 @@ if [ "$ZOID_ROLE" = cn ]; then
   awk '$2 != 0' $ZFS/stats | tr '\n' ' '; echo
   [ "$(awk '$1 == "estale" { print $2 }' $ZFS/stats)" = 0 ]
 fi
-barrier 894
+barrier 895
+# cache=strict across CNs (close-to-open): CN 1 rewrites a file the other
+# CNs have cached; their next open sees the new bytes.
+if [ "$ZOID_ROLE" = cn ]; then
+  mount -t zoidfs -o cache=strict,actimeo=60 zoidfs $M
+  [ "$ZOID_NODE_ID" = 1 ] && echo "version one" > $M/shared
+fi
+barrier 896
+if [ "$ZOID_ROLE" = cn ]; then
+  [ "$(cat $M/shared)" = "version one" ]
+fi
+barrier 897
+if [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 1 ]; then
+  echo "version two" > $M/shared
+fi
+barrier 898
+if [ "$ZOID_ROLE" = cn ]; then
+  [ "$(cat $M/shared)" = "version two" ] || { echo "stale on cn$ZOID_NODE_ID"; exit 1; }
+  umount $M
+fi
+barrier 899
 if [ "$ZOID_ROLE" = ion ]; then
   echo > $Z/export
   rm -rf $X
 fi
-barrier 895
+barrier 900
