@@ -28,6 +28,9 @@ use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, CondVar, CondVarTimeoutResult, Mutex};
 use kernel::uaccess::UserPtr;
 
+/// How long an attach request waits for its answer before another is sent.
+const ATTACH_RETRY_NS: u64 = 1_000_000_000;
+
 /// The client's knobs (sysfs).
 pub(crate) struct ClientKnobs {
     /// Per-call timeout (ms) in soft mode; attach timeout in both modes.
@@ -76,6 +79,9 @@ struct ClientState {
     /// Incremented at every successful attach (hard-mode resends).
     epoch: u32,
     attaching: bool,
+    /// When the last attach request went out (ns): unanswered, it is sent
+    /// again after [`ATTACH_RETRY_NS`].
+    attach_sent: u64,
     calls: KVec<Arc<PendingCall>>,
 }
 
@@ -146,6 +152,7 @@ impl Client {
                 limits: None,
                 epoch: 0,
                 attaching: false,
+                attach_sent: 0,
                 calls: KVec::new(),
             }, "zoid::client"),
             attached <- new_condvar!("zoid::attached"),
@@ -265,6 +272,7 @@ impl Client {
                 msg[CALL_HEADER_LEN..].copy_from_slice(&body);
                 let sent = treenet::send(CHANNEL, ion, &msg, true);
                 g = self.state.lock();
+                g.attach_sent = now_ns();
                 if sent.is_err() {
                     g.attaching = false;
                 }
@@ -275,7 +283,9 @@ impl Client {
             if let CondVarTimeoutResult::Signal { .. } = r {
                 return Err(EINTR);
             }
-            if g.attaching && now_ns() >= deadline {
+            // An attach request the ION never answered (it was down, or
+            // its zoid was reloaded): send another.
+            if g.attaching && now_ns() >= g.attach_sent.saturating_add(ATTACH_RETRY_NS) {
                 g.attaching = false;
             }
         }
@@ -295,7 +305,15 @@ impl Client {
         timeout_ms: u32,
         hard: Option<bool>,
     ) -> Result<CallReply> {
-        let (mut ion, limits, mut epoch) = self.ensure_attached()?;
+        // Hard mode waits for an ION that does not answer the attach too.
+        let hard_mode = hard.unwrap_or(self.knobs.hard.load(Relaxed) != 0);
+        let (mut ion, limits, mut epoch) = loop {
+            match self.ensure_attached() {
+                Ok(a) => break a,
+                Err(e) if hard_mode && e == ETIMEDOUT => continue,
+                Err(e) => return Err(e),
+            }
+        };
         let groups = creds.groups();
         let groups_len = if groups.is_empty() {
             0
@@ -373,7 +391,7 @@ impl Client {
         } else {
             timeout_ms
         };
-        let deadline = start + u64::from(timeout) * 1_000_000;
+        let mut deadline = start + u64::from(timeout) * 1_000_000;
         self.stats.c.calls_sent.fetch_add(1, Relaxed);
         self.stats.c.msgs_sent.fetch_add(1, Relaxed);
         self.stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
@@ -405,9 +423,21 @@ impl Client {
                     continue;
                 }
             }
-            if !hard && now_ns() >= deadline {
-                self.stats.c.timeouts.fetch_add(1, Relaxed);
-                return Err(ETIMEDOUT);
+            if now_ns() >= deadline {
+                if !hard {
+                    self.stats.c.timeouts.fetch_add(1, Relaxed);
+                    return Err(ETIMEDOUT);
+                }
+                // Hard mode, no answer within the timeout: the ION may
+                // have lost the call (its zoid restarted while treenet
+                // stayed up).  Attach again, which sends the call again.
+                let mut g = self.state.lock();
+                if g.epoch == *epoch && g.ion.is_some() {
+                    g.ion = None;
+                    g.limits = None;
+                }
+                drop(g);
+                deadline = now_ns() + u64::from(timeout) * 1_000_000;
             }
             // Hard mode (or a send that failed): once the ION is back (a
             // new attach), send the call again.

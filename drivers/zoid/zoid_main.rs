@@ -167,6 +167,16 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
         },
         GFP_KERNEL,
     )?;
+    let export = param_export();
+    if !export.is_empty() {
+        if !export.starts_with(b"/") {
+            pr_err!("export= must be an absolute path\n");
+            return Err(EINVAL);
+        }
+        unix.set_export(export).inspect_err(|e| {
+            pr_err!("export= cannot be exported ({:?})\n", e);
+        })?;
+    }
     let channel = treenet::Channel::register(CHANNEL, net)?;
     devzoid::publish(Some((client.clone(), f2cn.clone())));
     extern_plugin::publish(Some(plugins.clone()));
@@ -190,6 +200,22 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
         sysfs.context().server.core().knobs.workers.load(Relaxed)
     );
     Ok((sysfs, channel))
+}
+
+extern "C" {
+    fn zoid_param_export() -> *const kernel::ffi::c_char;
+}
+
+/// The `export=` module parameter (empty when unset).
+fn param_export() -> &'static [u8] {
+    // SAFETY: no preconditions.
+    let p = unsafe { zoid_param_export() };
+    if p.is_null() {
+        return b"";
+    }
+    // SAFETY: module parameters are NUL-terminated strings that live as
+    // long as the module.
+    unsafe { kernel::str::CStr::from_char_ptr(p) }.to_bytes()
 }
 
 #[pinned_drop]

@@ -3,7 +3,21 @@
  * zoid C shim: the shared rust/zoid_kernel shims (kernel threads,
  * netdevice frames), module-local.
  */
+#include <linux/moduleparam.h>
+
 #include "../../rust/zoid_kernel/shim/all.c"
+
+/*
+ * `export=/path`: the unix (and default zoidfs) export from the moment
+ * zoid answers its first call, so that an ION that restarts serves the
+ * handles its CNs hold at once (also /sys/kernel/zoid/export).
+ */
+static char *export = "";
+module_param(export, charp, 0444);
+MODULE_PARM_DESC(export, "Directory exported to the CNs at load (as /sys/kernel/zoid/export)");
+
+const char *zoid_param_export(void);
+const char *zoid_param_export(void) { return export; }
 
 /* The plug-in ABI (drivers/zoid/extern_plugin.rs implements it). */
 #include "zoid_plugin.h"

@@ -20,29 +20,29 @@ use kernel::prelude::*;
 /// `struct zoidfs_fh`.
 #[repr(C)]
 pub(crate) struct RawHandle {
-    len: u8,
-    data: [u8; MAX_HANDLE],
+    pub(crate) len: u8,
+    pub(crate) data: [u8; MAX_HANDLE],
 }
 
 /// `struct zoidfs_attr`.
 #[repr(C)]
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq, Eq)]
 pub(crate) struct RawAttr {
-    ino: u64,
-    rdev: u64,
-    blocks: u64,
-    size: i64,
-    atime_sec: i64,
-    mtime_sec: i64,
-    ctime_sec: i64,
-    atime_nsec: u32,
-    mtime_nsec: u32,
-    ctime_nsec: u32,
-    mode: u32,
-    nlink: u32,
-    uid: u32,
-    gid: u32,
-    blksize: u32,
+    pub(crate) ino: u64,
+    pub(crate) rdev: u64,
+    pub(crate) blocks: u64,
+    pub(crate) size: i64,
+    pub(crate) atime_sec: i64,
+    pub(crate) mtime_sec: i64,
+    pub(crate) ctime_sec: i64,
+    pub(crate) atime_nsec: u32,
+    pub(crate) mtime_nsec: u32,
+    pub(crate) ctime_nsec: u32,
+    pub(crate) mode: u32,
+    pub(crate) nlink: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) blksize: u32,
 }
 
 impl From<&Stat> for RawAttr {
@@ -119,11 +119,17 @@ fn neg(e: Error) -> c_int {
     e.to_errno()
 }
 
-/// A call's failure as a kernel error (counted).
+/// `ETIMEDOUT`: a soft call the ION did not answer in time.
+const ETIMEDOUT: i32 = 110;
+
+/// A call's failure as a kernel error (counted).  A soft mount's timeout
+/// reaches the caller as `EIO`, as NFS's does.
 fn failed(op: Op, e: CallError) -> Error {
     let errno = e.errno();
     STATS.failed(op, errno);
-    if errno > 0 && errno < 4096 {
+    if errno == ETIMEDOUT {
+        EIO
+    } else if errno > 0 && errno < 4096 {
         Error::from_errno(-errno)
     } else {
         EIO
@@ -162,12 +168,12 @@ impl Remote {
 }
 
 /// The handle C passed in (`EINVAL` for a malformed one).
-fn handle_in(h: &RawHandle) -> Result<Handle> {
+pub(crate) fn handle_in(h: &RawHandle) -> Result<Handle> {
     Handle::new(h.data.get(..usize::from(h.len)).ok_or(EINVAL)?).ok_or(EINVAL)
 }
 
 /// Gives C a handle.
-fn handle_out(h: &Handle, out: &mut RawHandle) {
+pub(crate) fn handle_out(h: &Handle, out: &mut RawHandle) {
     let b = h.as_bytes();
     out.len = b.len() as u8;
     out.data = [0; MAX_HANDLE];

@@ -86,8 +86,83 @@ impl Drop for Zoidfs {
 
 #[kunit_tests(zoidfs_foundation)]
 mod tests {
+    use super::remote::{handle_in, handle_out, RawAttr, RawHandle};
     use super::zoid_kernel::sysfs::SysfsWriter;
+    use super::zoid_proto::zoid::plugins::unix::Stat;
+    use super::zoid_proto::zoid::plugins::zoidfs::{Handle, MAX_HANDLE};
     use super::*;
+
+    #[test]
+    fn handles_cross_to_c_and_back() -> Result {
+        let h = Handle::new(&[1, 2, 3, 0xfe]).ok_or(EINVAL)?;
+        let mut raw = RawHandle {
+            len: 0,
+            data: [0xaa; MAX_HANDLE],
+        };
+        handle_out(&h, &mut raw);
+        assert_eq!(raw.len, 4);
+        // The unused bytes are zero, as the wire encoding wants.
+        assert!(raw.data[4..].iter().all(|&b| b == 0));
+        assert_eq!(handle_in(&raw)?, h);
+        let full = Handle::new(&[7; MAX_HANDLE]).ok_or(EINVAL)?;
+        handle_out(&full, &mut raw);
+        assert_eq!(handle_in(&raw)?, full);
+        Ok(())
+    }
+
+    #[test]
+    fn malformed_handles_from_c_are_refused() {
+        let mut raw = RawHandle {
+            len: 0,
+            data: [1; MAX_HANDLE],
+        };
+        assert_eq!(handle_in(&raw), Err(EINVAL));
+        raw.len = MAX_HANDLE as u8 + 1;
+        assert_eq!(handle_in(&raw), Err(EINVAL));
+    }
+
+    #[test]
+    fn attributes_keep_every_field() {
+        let st = Stat {
+            dev: 9,
+            ino: 1 << 40,
+            mode: 0o100644,
+            nlink: 3,
+            uid: 1000,
+            gid: 100,
+            rdev: 0x0801,
+            size: 5 << 30,
+            blksize: 4096,
+            blocks: 8,
+            atime_sec: -1,
+            atime_nsec: 999_999_999,
+            mtime_sec: 1_700_000_000,
+            mtime_nsec: 123_456_789,
+            ctime_sec: 1_700_000_001,
+            ctime_nsec: 1,
+        };
+        let a = RawAttr::from(&st);
+        assert_eq!(
+            a,
+            RawAttr {
+                ino: 1 << 40,
+                rdev: 0x0801,
+                blocks: 8,
+                size: 5 << 30,
+                atime_sec: -1,
+                mtime_sec: 1_700_000_000,
+                ctime_sec: 1_700_000_001,
+                atime_nsec: 999_999_999,
+                mtime_nsec: 123_456_789,
+                ctime_nsec: 1,
+                mode: 0o100644,
+                nlink: 3,
+                uid: 1000,
+                gid: 100,
+                blksize: 4096,
+            }
+        );
+    }
 
     #[test]
     fn version_file_shows_the_suite_version() -> Result {

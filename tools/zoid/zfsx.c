@@ -3,6 +3,7 @@
  * zfsx: fsx-style random I/O with verification, for zoidfs tests.
  *
  *   zfsx FILE OPS SEED [MAXSIZE]
+ *   zfsx -d DIR
  *
  * Runs OPS random operations on FILE (created or truncated first): write,
  * read, truncate (shrink, grow, sparse), mmap read, mmap write (shared,
@@ -11,9 +12,15 @@
  * a final full read are checked against it.  The same SEED gives the same
  * operations.  Prints "zfsx: OPS ops ok, size N" or the first mismatch
  * and exits 1.
+ *
+ * With -d, lists DIR's names (no "." or "..", no stat calls) one per line,
+ * then goes back with seekdir() to the position telldir() gave halfway
+ * and checks that the rest comes again in the same order (stable readdir
+ * cookies); exits 1 if not.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -156,14 +163,67 @@ static void op_reopen(void)
 	do_open();
 }
 
+static int list_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	long *after = NULL;	/* telldir() after each name */
+	size_t n = 0, cap = 0, i, half;
+
+	if (!d)
+		die("opendir");
+	while ((errno = 0, e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 1024;
+			names = realloc(names, cap * sizeof(*names));
+			after = realloc(after, cap * sizeof(*after));
+			if (!names || !after)
+				die("realloc");
+		}
+		names[n] = strdup(e->d_name);
+		if (!names[n])
+			die("strdup");
+		after[n] = telldir(d);
+		puts(names[n++]);
+	}
+	if (errno)
+		die("readdir");
+	if (n < 2)
+		return 0;
+	/* Back to just after the middle name: the rest again, in order. */
+	half = n / 2;
+	seekdir(d, after[half]);
+	for (i = half + 1; i < n; i++) {
+		do
+			e = readdir(d);
+		while (e && (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")));
+		if (!e || strcmp(e->d_name, names[i])) {
+			fprintf(stderr, "zfsx: after seekdir: entry %zu is %s, was %s\n", i,
+				e ? e->d_name : "(end)", names[i]);
+			return 1;
+		}
+	}
+	if (readdir(d)) {
+		fprintf(stderr, "zfsx: after seekdir: more entries than before\n");
+		return 1;
+	}
+	closedir(d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long ops, i;
 	int use_mmap_write = 1;
 	struct stat st;
 
+	if (argc == 3 && !strcmp(argv[1], "-d"))
+		return list_dir(argv[2]);
 	if (argc < 4) {
-		fprintf(stderr, "usage: zfsx FILE OPS SEED [MAXSIZE]\n");
+		fprintf(stderr, "usage: zfsx FILE OPS SEED [MAXSIZE] | zfsx -d DIR\n");
 		return 2;
 	}
 	path = argv[1];
