@@ -6,7 +6,9 @@
 //! the client stubs `zoid_plugin!` generates.
 
 use crate::zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
-use crate::zoid_proto::zoid::plugin::{decode_reply_args, CallError, Transport};
+use crate::zoid_proto::zoid::plugin::{
+    decode_reply_args, encode_args, measure_args, CallError, Transport,
+};
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
@@ -166,12 +168,10 @@ impl Transport for ZoidTransport {
         encode: &dyn Fn(&mut Encoder<'_>) -> core::result::Result<(), MarshalError>,
         decode: &mut dyn FnMut(&mut Decoder<'_>) -> core::result::Result<(), MarshalError>,
     ) -> core::result::Result<(), CallError> {
-        let mut measure = Encoder::measuring();
-        encode(&mut measure).map_err(CallError::Marshal)?;
         let mut args = KVVec::new();
-        args.resize(measure.len(), 0, GFP_KERNEL)
+        args.resize(measure_args(encode)?, 0, GFP_KERNEL)
             .map_err(|_| local(ENOMEM))?;
-        encode(&mut Encoder::new(&mut args)).map_err(CallError::Marshal)?;
+        encode_args(encode, &mut args)?;
         let reply = match call(plugin, function, &args, self.timeout_ms, self.mode) {
             Ok(r) => r,
             Err(CallFailure::Ion(errno)) => return Err(CallError::Errno(errno)),

@@ -15,8 +15,6 @@ use crate::treenet;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
 use crate::zoid_kernel::time::{ms_to_jiffies, now_ns};
 use crate::zoid_proto::version::SUITE_VERSION;
-use crate::zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
-use crate::zoid_proto::zoid::plugin::{CallError, Transport};
 use crate::zoid_proto::zoid::wire::{
     AttachReply, AttachRequest, CallHeader, MsgKind, ATTACH_REPLY_LEN, ATTACH_REQUEST_LEN,
     FLAG_GROUPS, HEADER_LEN as CALL_HEADER_LEN,
@@ -111,14 +109,6 @@ impl CallReply {
     /// Bytes of results.
     pub(crate) fn len(&self) -> usize {
         self.msg.len().saturating_sub(CALL_HEADER_LEN)
-    }
-
-    /// The results, copied into kernel memory.
-    pub(crate) fn to_vec(&self) -> Result<KVVec<u8>> {
-        let mut v = KVVec::new();
-        v.resize(self.len(), 0, GFP_KERNEL)?;
-        self.msg.read_at(CALL_HEADER_LEN, &mut v)?;
-        Ok(v)
     }
 
     /// Copies results at `offset` (from the first result byte) to `out`.
@@ -489,53 +479,5 @@ impl Client {
         if let Some((ion, _)) = self.limits() {
             self.send_notice(ion, MsgKind::ProcessExit, pid);
         }
-    }
-}
-
-/// Kernel callers (zoidfs, tests) issue calls through the generated stubs
-/// with the calling task's credentials.
-pub(crate) struct KernelTransport<'a> {
-    /// The client.
-    pub(crate) client: &'a Client,
-    /// Whose credentials the calls carry.
-    pub(crate) creds: Creds,
-}
-
-impl Transport for KernelTransport<'_> {
-    fn call(
-        &self,
-        plugin: u16,
-        function: u16,
-        encode: &dyn Fn(&mut Encoder<'_>) -> core::result::Result<(), MarshalError>,
-        decode: &mut dyn FnMut(&mut Decoder<'_>) -> core::result::Result<(), MarshalError>,
-    ) -> core::result::Result<(), CallError> {
-        let mut measure = Encoder::measuring();
-        encode(&mut measure).map_err(CallError::Marshal)?;
-        let mut args = KVVec::new();
-        args.resize(measure.len(), 0, GFP_KERNEL)
-            .map_err(|_| CallError::Transport(ENOMEM.to_errno().abs()))?;
-        let mut e = Encoder::new(&mut args);
-        encode(&mut e).map_err(CallError::Marshal)?;
-        let reply = self
-            .client
-            .call(
-                &self.creds,
-                plugin,
-                function,
-                0,
-                Args::Kernel(&args),
-                0,
-                None,
-            )
-            .map_err(|err| CallError::Transport(err.to_errno().abs()))?;
-        if reply.errno != 0 {
-            return Err(CallError::Errno(reply.errno));
-        }
-        let data = reply
-            .to_vec()
-            .map_err(|err| CallError::Transport(err.to_errno().abs()))?;
-        let mut d = Decoder::new(&data);
-        decode(&mut d).map_err(CallError::Marshal)?;
-        d.finish().map_err(CallError::Marshal)
     }
 }

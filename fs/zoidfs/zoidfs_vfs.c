@@ -122,17 +122,26 @@ static bool zoidfs_has_dirty(struct inode *inode)
 static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bool ours)
 {
 	struct timespec64 mtime = inode_get_mtime(inode);
-	bool dirty = S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode);
-	bool changed = S_ISREG(inode->i_mode) && !ours && !dirty &&
+	bool dirty, changed;
+
+	/*
+	 * i_size writers serialise on i_lock (write_end and truncate too),
+	 * and decide against the dirty state under it: a write that grows
+	 * the file marks its folio dirty before it grows i_size.
+	 */
+	spin_lock(&inode->i_lock);
+	dirty = S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode);
+	changed = S_ISREG(inode->i_mode) && !ours && !dirty &&
 		(mtime.tv_sec != a->mtime_sec || mtime.tv_nsec != a->mtime_nsec ||
 		 i_size_read(inode) != a->size);
+	if (!dirty || a->size > i_size_read(inode))
+		i_size_write(inode, a->size);
+	spin_unlock(&inode->i_lock);
 
 	inode->i_mode = (inode->i_mode & S_IFMT) | (a->mode & ~S_IFMT);
 	set_nlink(inode, a->nlink);
 	inode->i_uid = make_kuid(&init_user_ns, a->uid);
 	inode->i_gid = make_kgid(&init_user_ns, a->gid);
-	if (!dirty || a->size > i_size_read(inode))
-		i_size_write(inode, a->size);
 	inode->i_blocks = a->blocks;
 	ZI(inode)->attr_time = jiffies;
 	inode_set_atime(inode, a->atime_sec, a->atime_nsec);
@@ -396,13 +405,19 @@ static int zoidfs_atomic_open(struct inode *dir, struct dentry *dentry,
 		inode = zoidfs_lookup_inode(dir, &dentry->d_name);
 		if (IS_ERR_OR_NULL(inode))
 			return inode ? PTR_ERR(inode) : -ENOENT;
+		/* A directory must not get a second dentry: as open(2) says. */
+		if (S_ISDIR(inode->i_mode)) {
+			iput(inode);
+			return -EISDIR;
+		}
 		d_instantiate(dentry, inode);
 		return finish_no_open(file, NULL);
 	}
 	if (err)
 		return err;
 	file->f_mode |= FMODE_CREATED;
-	return finish_open(file, dentry, generic_file_open);
+	/* NULL: the inode's own ->open runs (FMODE_CAN_ODIRECT, revalidation). */
+	return finish_open(file, dentry, NULL);
 }
 
 static struct dentry *zoidfs_mkdir(struct mnt_idmap *idmap, struct inode *dir,
@@ -593,11 +608,25 @@ static int zoidfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	}
 	if (!s.valid)
 		return 0;
+	/*
+	 * Cached writes first: write-back after the call would undo a
+	 * truncate or the times just set.
+	 */
+	if (S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode)) {
+		err = filemap_write_and_wait(inode->i_mapping);
+		if (err)
+			return err;
+	}
 	err = zoidfs_rs_setattr(zconn(inode), &ZI(inode)->fh, &s, &a);
 	if (err)
 		return err;
-	if (ia->ia_valid & ATTR_SIZE)
+	if (ia->ia_valid & ATTR_SIZE) {
+		/* The new size first, then the page cache (truncate_pagecache). */
+		spin_lock(&inode->i_lock);
+		i_size_write(inode, ia->ia_size);
+		spin_unlock(&inode->i_lock);
 		truncate_pagecache(inode, ia->ia_size);
+	}
 	zoidfs_apply_attr(inode, &a);
 	return 0;
 }
@@ -898,9 +927,11 @@ static int zoidfs_write_end(const struct kiocb *iocb, struct address_space *mapp
 		}
 		folio_mark_uptodate(folio);
 	}
+	folio_mark_dirty(folio);
+	spin_lock(&inode->i_lock);
 	if (pos + copied > inode->i_size)
 		i_size_write(inode, pos + copied);
-	folio_mark_dirty(folio);
+	spin_unlock(&inode->i_lock);
 out:
 	folio_unlock(folio);
 	folio_put(folio);
@@ -957,12 +988,21 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 
 	wb.cap = sbi->wsize;
 	wb.max = wb.cap / PAGE_SIZE;
-	wb.buf = kvmalloc(wb.cap, GFP_NOFS);
-	wb.folios = kmalloc_array(wb.max, sizeof(*wb.folios), GFP_NOFS);
+	wb.buf = kvmalloc(wb.cap, GFP_NOFS | __GFP_NOWARN);
+	wb.folios = kmalloc_array(wb.max, sizeof(*wb.folios), GFP_NOFS | __GFP_NOWARN);
 	if (!wb.buf || !wb.folios) {
+		/* Short of memory (reclaim may be waiting on us): a page per call. */
 		kvfree(wb.buf);
 		kfree(wb.folios);
-		return -ENOMEM;
+		wb.cap = PAGE_SIZE;
+		wb.max = 1;
+		wb.buf = kmalloc(PAGE_SIZE, GFP_NOFS);
+		wb.folios = kmalloc(sizeof(*wb.folios), GFP_NOFS);
+		if (!wb.buf || !wb.folios) {
+			kfree(wb.buf);
+			kfree(wb.folios);
+			return -ENOMEM;
+		}
 	}
 	/* Background write-back runs in a kworker: use the writer's identity. */
 	spin_lock(&inode->i_lock);
@@ -1123,9 +1163,16 @@ static const struct file_operations zoidfs_cached_fops = {
 	.splice_write = iter_file_splice_write,
 };
 
+/* Directory positions are the ION's cookies: any value >= 0, even on 32-bit. */
+static loff_t zoidfs_dir_llseek(struct file *file, loff_t offset, int whence)
+{
+	return generic_file_llseek_size(file, offset, whence, LLONG_MAX,
+					i_size_read(file_inode(file)));
+}
+
 static const struct file_operations zoidfs_dir_fops = {
 	.owner = THIS_MODULE,
-	.llseek = generic_file_llseek,
+	.llseek = zoidfs_dir_llseek,
 	.read = generic_read_dir,
 	.iterate_shared = zoidfs_readdir,
 	.fsync = zoidfs_fsync,
@@ -1199,7 +1246,6 @@ static const struct super_operations zoidfs_sops = {
 	.alloc_inode = zoidfs_alloc_inode,
 	.free_inode = zoidfs_free_inode,
 	.statfs = zoidfs_statfs,
-	.drop_inode = inode_just_drop,
 	.evict_inode = zoidfs_evict_inode,
 	.show_options = zoidfs_show_options,
 };

@@ -4,6 +4,7 @@
  *
  *   zfsx FILE OPS SEED [MAXSIZE]
  *   zfsx -d DIR
+ *   zfsx -m DIR PREFIX N
  *
  * Runs OPS random operations on FILE (created or truncated first): write,
  * read, truncate (shrink, grow, sparse), mmap read, mmap write (shared,
@@ -16,7 +17,8 @@
  * With -d, lists DIR's names (no "." or "..", no stat calls) one per line,
  * then goes back with seekdir() to the position telldir() gave halfway
  * and checks that the rest comes again in the same order (stable readdir
- * cookies); exits 1 if not.
+ * cookies); exits 1 if not.  With -m, makes N empty files PREFIX1 ..
+ * PREFIXN in DIR (one open and close each, no process per name).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -214,6 +216,21 @@ static int list_dir(const char *dir)
 	return 0;
 }
 
+static int make_files(const char *dir, const char *prefix, long n)
+{
+	char name[4096];
+	long i;
+	int f;
+
+	for (i = 1; i <= n; i++) {
+		snprintf(name, sizeof(name), "%s/%s%ld", dir, prefix, i);
+		f = open(name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (f < 0 || close(f))
+			die(name);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long ops, i;
@@ -222,8 +239,10 @@ int main(int argc, char **argv)
 
 	if (argc == 3 && !strcmp(argv[1], "-d"))
 		return list_dir(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "-m"))
+		return make_files(argv[2], argv[3], atol(argv[4]));
 	if (argc < 4) {
-		fprintf(stderr, "usage: zfsx FILE OPS SEED [MAXSIZE] | zfsx -d DIR\n");
+		fprintf(stderr, "usage: zfsx FILE OPS SEED [MAXSIZE] | zfsx -d DIR | zfsx -m DIR PREFIX N\n");
 		return 2;
 	}
 	path = argv[1];
