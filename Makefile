@@ -16,6 +16,8 @@
 #                                    ends with RATIO lines (> 1: treenet better)
 #   make bench-zoid                  zoid calls vs a user-space TCP forwarder (CIOD's
 #                                    role), 2 VMs; RATIO lines (> 1: zoid better)
+#   make bench                       zoidfs vs NFSv4.2 vs v9fs in one 2-VM pset: table,
+#                                    bench/results/*.json, RATIO lines (> 1: zoidfs better)
 #   make clean
 #
 # Building against your own kernel: `make modules KDIR=/path/to/prepared/7.x/tree`
@@ -26,7 +28,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test fmt clean bench-treenet bench-zoid
+.PHONY: run check setup kernel modules host-test fmt clean bench bench-treenet bench-zoid
 
 run:
 	@scripts/run.sh
@@ -42,6 +44,9 @@ kernel: setup
 
 modules:
 	@scripts/build-modules.sh $(ZOID_ARCH) $(FLAVOR) $(KDIR)
+
+bench:
+	@scripts/bench-fs.sh
 
 bench-treenet:
 	@scripts/bench-treenet.sh
