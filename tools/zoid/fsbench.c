@@ -225,12 +225,47 @@ static void meta_name(char *name, size_t size, const char *dir, uint64_t i, uint
 		 (unsigned long long)i);
 }
 
+static int create_one(const char *name)
+{
+	int fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+	return fd < 0 || close(fd);
+}
+
+static int stat_one(const char *name)
+{
+	struct stat st;
+
+	return stat(name, &st) || !S_ISREG(st.st_mode);
+}
+
+static int unlink_one(const char *name)
+{
+	return unlink(name);
+}
+
+/* One metadata phase: op_one on every file, timed one by one. */
+static void meta_phase(const char *op, int (*op_one)(const char *name), uint64_t *lat,
+		       const char *dir, uint64_t files, uint64_t dirs)
+{
+	char name[4096];
+	uint64_t t0 = now_ns();
+
+	for (uint64_t i = 0; i < files; i++) {
+		uint64_t t = now_ns();
+
+		meta_name(name, sizeof(name), dir, i, dirs);
+		if (op_one(name))
+			die(op, name);
+		lat[i] = now_ns() - t;
+	}
+	print_latencies(op, lat, files, now_ns() - t0);
+}
+
 static int meta(const char *dir, uint64_t files, uint64_t dirs)
 {
 	uint64_t *lat = calloc(files, sizeof(*lat));
 	char name[4096];
-	uint64_t t0;
-	struct stat st;
 
 	if (!lat)
 		die("out of memory for latencies", "");
@@ -239,38 +274,9 @@ static int meta(const char *dir, uint64_t files, uint64_t dirs)
 		if (mkdir(name, 0755) && errno != EEXIST)
 			die("mkdir", name);
 	}
-	t0 = now_ns();
-	for (uint64_t i = 0; i < files; i++) {
-		uint64_t t = now_ns();
-		int fd;
-
-		meta_name(name, sizeof(name), dir, i, dirs);
-		fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0644);
-		if (fd < 0 || close(fd))
-			die("create", name);
-		lat[i] = now_ns() - t;
-	}
-	print_latencies("create", lat, files, now_ns() - t0);
-	t0 = now_ns();
-	for (uint64_t i = 0; i < files; i++) {
-		uint64_t t = now_ns();
-
-		meta_name(name, sizeof(name), dir, i, dirs);
-		if (stat(name, &st) || !S_ISREG(st.st_mode))
-			die("stat", name);
-		lat[i] = now_ns() - t;
-	}
-	print_latencies("stat", lat, files, now_ns() - t0);
-	t0 = now_ns();
-	for (uint64_t i = 0; i < files; i++) {
-		uint64_t t = now_ns();
-
-		meta_name(name, sizeof(name), dir, i, dirs);
-		if (unlink(name))
-			die("unlink", name);
-		lat[i] = now_ns() - t;
-	}
-	print_latencies("unlink", lat, files, now_ns() - t0);
+	meta_phase("create", create_one, lat, dir, files, dirs);
+	meta_phase("stat", stat_one, lat, dir, files, dirs);
+	meta_phase("unlink", unlink_one, lat, dir, files, dirs);
 	for (uint64_t d = 0; d < dirs; d++) {
 		snprintf(name, sizeof(name), "%s/d%llu", dir, (unsigned long long)d);
 		if (rmdir(name))
