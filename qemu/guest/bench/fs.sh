@@ -124,12 +124,6 @@ result() {
   esac
 }
 
-# median <values...>
-median() { echo "$@" | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
-# report <name> <values...>: the runs and their median.
-report() { n=$1; shift; say "$n runs: $*"; echo "BENCH $n $(median "$@")"; }
-
 # phase <output> <op>: the result line of one phase of an fsbench output.
 phase() { echo "$1" | grep "^ok op=$2 " | head -1; }
 

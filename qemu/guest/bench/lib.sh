@@ -87,6 +87,11 @@ measure() {
     v=$(value "$kind" "$out") || { fail "$m" "$out"; return; }
     runs="$runs $v" i=$((i + 1))
   done
-  say "$m runs:$runs"
-  echo "BENCH $m $(echo $runs | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
+  report "$m" $runs
 }
+
+# median <values...>
+median() { echo "$@" | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# report <name> <values...>: the runs on a "bench:" line, then their median.
+report() { n=$1; shift; say "$n runs: $*"; echo "BENCH $n $(median "$@")"; }
