@@ -11,7 +11,8 @@
 # both nodes, then scripts/bench-fs-report.py writes
 # bench/results/fs-<date>.json, prints the table and, last, the RATIO lines.
 # Knobs (environment, passed to the guests): REPEAT (5), BENCH_SIZES,
-# BENCH_RAND_OPS, BENCH_META_FILES, BENCH_META_DIRS, BENCH_SYSTEMS.
+# BENCH_RAND_OPS, BENCH_META_FILES, BENCH_META_DIRS, BENCH_SYSTEMS,
+# BENCH_ZOIDFS_OPTS (extra zoidfs mount options, e.g. inflight=1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -22,7 +23,7 @@ fsbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/fsbench.c)
 tcpbench=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)
 peers=$("$here/bench-peers.sh" "$repo/out/bench-peers")
 env="REPEAT=${REPEAT:-5}"
-for k in BENCH_SIZES BENCH_RAND_OPS BENCH_META_FILES BENCH_META_DIRS BENCH_SYSTEMS; do
+for k in BENCH_SIZES BENCH_RAND_OPS BENCH_META_FILES BENCH_META_DIRS BENCH_SYSTEMS BENCH_ZOIDFS_OPTS; do
   [ -z "${!k:-}" ] || env="$env $k='${!k}'"
 done
 # gnuplot renders the plots (Debian's gnuplot-nox, installed on first use).

@@ -3,19 +3,22 @@
 //! The consumer side of zoid's client ABI (`drivers/zoid/zoid_client.h`),
 //! for Rust modules that forward calls through a loaded zoid.ko (zoidfs
 //! includes this file by path).  [`ZoidTransport`] is a [`Transport`] for
-//! the client stubs `zoid_plugin!` generates.
+//! the client stubs `zoid_plugin!` generates; [`ZoidTransport::start`] and
+//! [`Started::finish`] run one stub call in two halves, so that several
+//! calls are in flight at once.
 
 use crate::zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
 use crate::zoid_proto::zoid::plugin::{
     decode_reply_args, encode_args, measure_args, CallError, Transport,
 };
+use core::cell::Cell;
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// The ABI this file speaks (`ZOID_CLIENT_ABI`).
-const ZOID_CLIENT_ABI: u32 = 1;
+const ZOID_CLIENT_ABI: u32 = 2;
 
 extern "C" {
     fn zoid_client_abi() -> u32;
@@ -29,6 +32,16 @@ extern "C" {
         mode: c_int,
         reply: *mut *mut c_void,
     ) -> c_int;
+    fn zoid_call_start(
+        plugin: u16,
+        function: u16,
+        args: *const c_void,
+        args_len: usize,
+        timeout_ms: u32,
+        mode: c_int,
+        call: *mut *mut c_void,
+    ) -> c_int;
+    fn zoid_call_wait(call: *mut c_void, reply: *mut *mut c_void) -> c_int;
     fn zoid_reply_len(r: *const c_void) -> usize;
     fn zoid_reply_read(r: *const c_void, off: usize, dst: *mut c_void, len: usize) -> c_int;
     fn zoid_reply_free(r: *mut c_void);
@@ -115,6 +128,20 @@ pub(crate) enum CallFailure {
     Local(Error),
 }
 
+/// A call's outcome from the C ABI: 0 with `raw` set, the ION's errno, or
+/// a negative errno.
+fn reply_in(r: c_int, raw: *mut c_void) -> core::result::Result<Reply, CallFailure> {
+    if r > 0 {
+        return Err(CallFailure::Ion(r));
+    }
+    if r < 0 {
+        return Err(CallFailure::Local(Error::from_errno(r)));
+    }
+    NonNull::new(raw)
+        .map(Reply)
+        .ok_or(CallFailure::Local(EPROTO))
+}
+
 /// Calls `function` of `plugin` with marshalled `args`, with the calling
 /// task's credentials.
 pub(crate) fn call(
@@ -137,15 +164,56 @@ pub(crate) fn call(
             &mut raw,
         )
     };
-    if r > 0 {
-        return Err(CallFailure::Ion(r));
+    reply_in(r, raw)
+}
+
+/// A call in flight (`struct zoid_call`): [`InFlight::wait`] collects its
+/// reply; dropped, it is abandoned.
+pub(crate) struct InFlight(NonNull<c_void>);
+
+impl InFlight {
+    /// Sends a call like [`call`] without waiting for it (its arguments
+    /// are copied before this returns).
+    pub(crate) fn start(
+        plugin: u16,
+        function: u16,
+        args: &[u8],
+        timeout_ms: u32,
+        mode: Mode,
+    ) -> Result<Self> {
+        let mut raw: *mut c_void = core::ptr::null_mut();
+        // SAFETY: `args` is valid for its length; `raw` for one write.
+        to_result(unsafe {
+            zoid_call_start(
+                plugin,
+                function,
+                args.as_ptr().cast(),
+                args.len(),
+                timeout_ms,
+                mode as c_int,
+                &mut raw,
+            )
+        })?;
+        NonNull::new(raw).map(Self).ok_or(EPROTO)
     }
-    if r < 0 {
-        return Err(CallFailure::Local(Error::from_errno(r)));
+
+    /// Waits for the reply.
+    pub(crate) fn wait(self) -> core::result::Result<Reply, CallFailure> {
+        let call = core::mem::ManuallyDrop::new(self);
+        let mut raw: *mut c_void = core::ptr::null_mut();
+        // SAFETY: `call.0` came from `zoid_call_start` and is handed over
+        // (not dropped: `ManuallyDrop`); `raw` is valid for one write.
+        let r = unsafe { zoid_call_wait(call.0.as_ptr(), &mut raw) };
+        reply_in(r, raw)
     }
-    NonNull::new(raw)
-        .map(Reply)
-        .ok_or(CallFailure::Local(EPROTO))
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        // SAFETY: `self.0` came from `zoid_call_start` and is not used
+        // again; a null `reply` abandons the call.
+        unsafe { zoid_call_wait(self.0.as_ptr(), core::ptr::null_mut()) };
+    }
 }
 
 /// A [`Transport`] over zoid's client with one mount's timeout and mode.
@@ -177,10 +245,120 @@ impl Transport for ZoidTransport {
             Err(CallFailure::Ion(errno)) => return Err(CallError::Errno(errno)),
             Err(CallFailure::Local(e)) => return Err(local(e)),
         };
-        let mut data = KVVec::new();
-        data.resize(reply.len(), 0, GFP_KERNEL)
+        decode_reply(&reply, decode)
+    }
+}
+
+/// `EINPROGRESS`: the first half of a two-half stub call stops here.
+const EINPROGRESS: i32 = 115;
+
+/// The first half of a stub call: marshals and sends it, keeps it.
+struct Starter<'a> {
+    base: &'a ZoidTransport,
+    call: Cell<Option<InFlight>>,
+}
+
+impl Transport for Starter<'_> {
+    fn call(
+        &self,
+        plugin: u16,
+        function: u16,
+        encode: &dyn Fn(&mut Encoder<'_>) -> core::result::Result<(), MarshalError>,
+        _decode: &mut dyn FnMut(&mut Decoder<'_>) -> core::result::Result<(), MarshalError>,
+    ) -> core::result::Result<(), CallError> {
+        let mut args = KVVec::new();
+        args.resize(measure_args(encode)?, 0, GFP_KERNEL)
             .map_err(|_| local(ENOMEM))?;
-        reply.read_at(0, &mut data).map_err(local)?;
-        decode_reply_args(&data, decode)
+        encode_args(encode, &mut args)?;
+        let call = InFlight::start(
+            plugin,
+            function,
+            &args,
+            self.base.timeout_ms,
+            self.base.mode,
+        )
+        .map_err(local)?;
+        self.call.set(Some(call));
+        // The stub must not go on to its results: they come in `finish`.
+        Err(CallError::Transport(EINPROGRESS))
+    }
+}
+
+/// The second half: waits for the started call and decodes its reply.
+struct Finisher {
+    call: Cell<Option<InFlight>>,
+}
+
+impl Transport for Finisher {
+    fn call(
+        &self,
+        _plugin: u16,
+        _function: u16,
+        _encode: &dyn Fn(&mut Encoder<'_>) -> core::result::Result<(), MarshalError>,
+        decode: &mut dyn FnMut(&mut Decoder<'_>) -> core::result::Result<(), MarshalError>,
+    ) -> core::result::Result<(), CallError> {
+        let call = self
+            .call
+            .take()
+            .ok_or(CallError::Transport(EINVAL.to_errno().abs()))?;
+        let reply = match call.wait() {
+            Ok(r) => r,
+            Err(CallFailure::Ion(errno)) => return Err(CallError::Errno(errno)),
+            Err(CallFailure::Local(e)) => return Err(local(e)),
+        };
+        decode_reply(&reply, decode)
+    }
+}
+
+/// Decodes a reply's results.
+fn decode_reply(
+    reply: &Reply,
+    decode: &mut dyn FnMut(&mut Decoder<'_>) -> core::result::Result<(), MarshalError>,
+) -> core::result::Result<(), CallError> {
+    let mut data = KVVec::new();
+    data.resize(reply.len(), 0, GFP_KERNEL)
+        .map_err(|_| local(ENOMEM))?;
+    reply.read_at(0, &mut data).map_err(local)?;
+    decode_reply_args(&data, decode)
+}
+
+/// A stub call sent by [`ZoidTransport::start`], its results not yet
+/// collected (dropped: abandoned).
+pub(crate) struct Started(InFlight);
+
+impl ZoidTransport {
+    /// Sends the call that `stub` makes (a generated client stub given the
+    /// transport) and returns without waiting.  `stub` runs again in
+    /// [`Started::finish`] with the same `in` arguments (whose values no
+    /// longer matter then: they were sent here) and the `out` arguments
+    /// that receive the results.
+    pub(crate) fn start(
+        &self,
+        stub: impl FnOnce(&dyn Transport) -> core::result::Result<i64, CallError>,
+    ) -> core::result::Result<Started, CallError> {
+        let starter = Starter {
+            base: self,
+            call: Cell::new(None),
+        };
+        let r = stub(&starter);
+        match (starter.call.take(), r) {
+            (Some(call), Err(CallError::Transport(EINPROGRESS))) => Ok(Started(call)),
+            (_, Err(e)) => Err(e),
+            // A stub that returned without calling: cannot happen.
+            (_, Ok(_)) => Err(local(EPROTO)),
+        }
+    }
+}
+
+impl Started {
+    /// Waits for the call and decodes its results through `stub` (the same
+    /// stub as in [`ZoidTransport::start`]); returns what it returns.
+    pub(crate) fn finish(
+        self,
+        stub: impl FnOnce(&dyn Transport) -> core::result::Result<i64, CallError>,
+    ) -> core::result::Result<i64, CallError> {
+        stub(&Finisher {
+            call: Cell::new(Some(self.0)),
+        })
     }
 }

@@ -5,10 +5,13 @@
 //! A call is a message `[CallHeader][groups][arguments]` on treenet channel
 //! [`CHANNEL`]; the ION answers `[CallHeader (errno)][results]` with the
 //! same tag.  Callers wait on their own [`PendingCall`] (the receive path
-//! only files the reply and wakes them).  Timeouts follow the mount-style
-//! `soft`/`hard` choice: soft calls fail with `ETIMEDOUT` after `timeout_ms`;
-//! hard calls keep waiting, and are sent again when the ION comes back
-//! (a new attach), until a fatal signal.
+//! only files the reply and wakes them).  A caller may also start several
+//! calls and collect their replies later ([`Client::start`],
+//! [`InFlight::wait`]): zoidfs keeps its reads and writes in flight that
+//! way.  Timeouts follow the mount-style `soft`/`hard` choice: soft calls
+//! fail with `ETIMEDOUT` after `timeout_ms`; hard calls keep waiting, and
+//! are sent again when the ION comes back (a new attach), until a fatal
+//! signal.
 
 use crate::stats::Stats;
 use crate::treenet;
@@ -124,6 +127,138 @@ impl CallReply {
     /// process's memory at `dst` (one copy).
     pub(crate) fn copy_to_user(&self, dst: UserPtr) -> Result {
         self.msg.read_to_user(CALL_HEADER_LEN, dst, self.len())
+    }
+}
+
+/// A call sent by [`Client::start`] whose reply has not been collected.
+///
+/// Dropping it without [`InFlight::wait`] abandons the call: the ION is
+/// told to cancel it and a late reply is counted as stale.
+pub(crate) struct InFlight {
+    client: Arc<Client>,
+    call: Arc<PendingCall>,
+    /// The sent message, kept for hard-mode resends.
+    msg: treenet::Message,
+    ion: u16,
+    /// The attach the call was sent under.
+    epoch: u32,
+    /// Whether treenet took the message.
+    sent: bool,
+    /// When the call was sent (ns).
+    start: u64,
+    /// Timeout (ms) from `start` in soft mode, before a resend in hard.
+    timeout: u32,
+    hard: bool,
+}
+
+impl InFlight {
+    /// Waits for the call's reply (or its failure: `ETIMEDOUT` in soft
+    /// mode, `EINTR` on a signal).
+    pub(crate) fn wait(mut self) -> Result<CallReply> {
+        let r = self.wait_reply();
+        // Answered or given up (the ION was told): nothing left to cancel.
+        self.unregister();
+        r
+    }
+
+    /// Forgets the call: a reply that still arrives is stale.
+    fn unregister(&mut self) {
+        let call = &self.call;
+        self.client
+            .state
+            .lock()
+            .calls
+            .retain(|c| !Arc::ptr_eq(c, call));
+    }
+
+    /// The reply, if it has arrived.
+    fn take_reply(&self) -> Option<CallReply> {
+        let mut g = self.call.state.lock();
+        match core::mem::replace(&mut *g, CallState::Waiting) {
+            CallState::Done { errno, reply } => Some(CallReply { errno, msg: reply }),
+            CallState::Waiting => None,
+        }
+    }
+
+    fn wait_reply(&mut self) -> Result<CallReply> {
+        let client = self.client.clone();
+        let stats = &client.stats;
+        let mut deadline = self.start + u64::from(self.timeout) * 1_000_000;
+        loop {
+            {
+                let mut g = self.call.state.lock();
+                if let CallState::Waiting = &*g {
+                    let r = self
+                        .call
+                        .done
+                        .wait_interruptible_timeout(&mut g, ms_to_jiffies(250));
+                    if let CondVarTimeoutResult::Signal { .. } = r {
+                        if let CallState::Waiting = &*g {
+                            drop(g);
+                            stats.c.interrupted.fetch_add(1, Relaxed);
+                            client.send_notice(self.ion, MsgKind::Cancel, self.call.tag);
+                            return Err(EINTR);
+                        }
+                    }
+                }
+            }
+            if let Some(reply) = self.take_reply() {
+                stats
+                    .round_trip
+                    .record_ns(now_ns().saturating_sub(self.start));
+                return Ok(reply);
+            }
+            if now_ns() >= deadline {
+                if !self.hard {
+                    stats.c.timeouts.fetch_add(1, Relaxed);
+                    return Err(ETIMEDOUT);
+                }
+                // Hard mode, no answer within the timeout: the ION may
+                // have lost the call (its zoid restarted while treenet
+                // stayed up).  Attach again, which sends the call again.
+                let mut g = client.state.lock();
+                if g.epoch == self.epoch && g.ion.is_some() {
+                    g.ion = None;
+                    g.limits = None;
+                }
+                drop(g);
+                deadline = now_ns() + u64::from(self.timeout) * 1_000_000;
+            }
+            // Hard mode (or a send that failed): once the ION is back (a
+            // new attach), send the call again.
+            let lost = !self.sent || {
+                let g = client.state.lock();
+                g.epoch != self.epoch || g.ion.is_none()
+            };
+            if lost && (self.hard || now_ns() < deadline) {
+                if let Ok((ion, _, epoch)) = client.ensure_attached() {
+                    if epoch != self.epoch || !self.sent {
+                        self.ion = ion;
+                        self.epoch = epoch;
+                        self.sent = treenet::send_message(CHANNEL, ion, &self.msg, true).is_ok();
+                        stats.c.resent.fetch_add(1, Relaxed);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let registered = {
+            let call = &self.call;
+            let g = self.client.state.lock();
+            g.calls.iter().any(|c| Arc::ptr_eq(c, call))
+        };
+        if registered {
+            self.unregister();
+            if self.take_reply().is_none() {
+                self.client.stats.c.interrupted.fetch_add(1, Relaxed);
+                self.client
+                    .send_notice(self.ion, MsgKind::Cancel, self.call.tag);
+            }
+        }
     }
 }
 
@@ -286,7 +421,7 @@ impl Client {
     /// `None` means the `hard` knob (a mount's `soft`/`hard` override it).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn call(
-        &self,
+        self: &Arc<Self>,
         creds: &Creds,
         plugin: u16,
         function: u16,
@@ -295,12 +430,32 @@ impl Client {
         timeout_ms: u32,
         hard: Option<bool>,
     ) -> Result<CallReply> {
+        self.start(creds, plugin, function, flags, args, timeout_ms, hard)?
+            .wait()
+    }
+
+    /// Sends one call like [`Client::call`] and returns without waiting:
+    /// the reply is collected with [`InFlight::wait`], and several calls
+    /// may be in flight at once (zoidfs pipelines its reads and writes).
+    /// The arguments are copied into the sent message before this returns.
+    /// Its timeout runs from now.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        creds: &Creds,
+        plugin: u16,
+        function: u16,
+        flags: u16,
+        args: Args<'_>,
+        timeout_ms: u32,
+        hard: Option<bool>,
+    ) -> Result<InFlight> {
         // Hard mode waits for an ION that does not answer the attach too.
-        let hard_mode = hard.unwrap_or(self.knobs.hard.load(Relaxed) != 0);
-        let (mut ion, limits, mut epoch) = loop {
+        let hard = hard.unwrap_or(self.knobs.hard.load(Relaxed) != 0);
+        let (ion, limits, epoch) = loop {
             match self.ensure_attached() {
                 Ok(a) => break a,
-                Err(e) if hard_mode && e == ETIMEDOUT => continue,
+                Err(e) if hard && e == ETIMEDOUT => continue,
                 Err(e) => return Err(e),
             }
         };
@@ -359,93 +514,36 @@ impl Client {
             }),
             GFP_KERNEL,
         )?;
-        self.state.lock().calls.push(call.clone(), GFP_KERNEL)?;
-        let result = self.send_and_wait(&call, &msg, &mut ion, &mut epoch, timeout_ms, hard);
-        self.state.lock().calls.retain(|c| !Arc::ptr_eq(c, &call));
-        result
-    }
-
-    fn send_and_wait(
-        &self,
-        call: &Arc<PendingCall>,
-        msg: &treenet::Message,
-        ion: &mut u16,
-        epoch: &mut u32,
-        timeout_ms: u32,
-        hard: Option<bool>,
-    ) -> Result<CallReply> {
+        {
+            let mut g = self.state.lock();
+            g.calls.push(call.clone(), GFP_KERNEL)?;
+            // A high-water mark, raised under the lock: no lost update.
+            let n = g.calls.len() as u64;
+            if n > self.stats.c.inflight_peak.load(Relaxed) {
+                self.stats.c.inflight_peak.store(n, Relaxed);
+            }
+        }
         let start = now_ns();
-        let hard = hard.unwrap_or(self.knobs.hard.load(Relaxed) != 0);
         let timeout = if timeout_ms == 0 {
             self.knobs.timeout_ms.load(Relaxed)
         } else {
             timeout_ms
         };
-        let mut deadline = start + u64::from(timeout) * 1_000_000;
         self.stats.c.calls_sent.fetch_add(1, Relaxed);
         self.stats.c.msgs_sent.fetch_add(1, Relaxed);
         self.stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
-        let mut sent = treenet::send_message(CHANNEL, *ion, msg, true).is_ok();
-        loop {
-            {
-                let mut g = call.state.lock();
-                if let CallState::Done { .. } = &*g {
-                    let CallState::Done { errno, reply } =
-                        core::mem::replace(&mut *g, CallState::Waiting)
-                    else {
-                        return Err(EINVAL);
-                    };
-                    self.stats
-                        .round_trip
-                        .record_ns(now_ns().saturating_sub(start));
-                    return Ok(CallReply { errno, msg: reply });
-                }
-                let r = call
-                    .done
-                    .wait_interruptible_timeout(&mut g, ms_to_jiffies(250));
-                if let CondVarTimeoutResult::Signal { .. } = r {
-                    drop(g);
-                    self.stats.c.interrupted.fetch_add(1, Relaxed);
-                    self.send_notice(*ion, MsgKind::Cancel, call.tag);
-                    return Err(EINTR);
-                }
-                if let CallState::Done { .. } = &*g {
-                    continue;
-                }
-            }
-            if now_ns() >= deadline {
-                if !hard {
-                    self.stats.c.timeouts.fetch_add(1, Relaxed);
-                    return Err(ETIMEDOUT);
-                }
-                // Hard mode, no answer within the timeout: the ION may
-                // have lost the call (its zoid restarted while treenet
-                // stayed up).  Attach again, which sends the call again.
-                let mut g = self.state.lock();
-                if g.epoch == *epoch && g.ion.is_some() {
-                    g.ion = None;
-                    g.limits = None;
-                }
-                drop(g);
-                deadline = now_ns() + u64::from(timeout) * 1_000_000;
-            }
-            // Hard mode (or a send that failed): once the ION is back (a
-            // new attach), send the call again.
-            let lost = !sent || {
-                let g = self.state.lock();
-                g.epoch != *epoch || g.ion.is_none()
-            };
-            if lost && (hard || now_ns() < deadline) {
-                if let Ok((i, _, e)) = self.ensure_attached() {
-                    if e != *epoch || !sent {
-                        *ion = i;
-                        *epoch = e;
-                        sent = treenet::send_message(CHANNEL, i, msg, true).is_ok();
-                        self.stats.c.resent.fetch_add(1, Relaxed);
-                    }
-                }
-            }
-        }
+        let sent = treenet::send_message(CHANNEL, ion, &msg, true).is_ok();
+        Ok(InFlight {
+            client: self.clone(),
+            call,
+            msg,
+            ion,
+            epoch,
+            sent,
+            start,
+            timeout,
+            hard,
+        })
     }
 
     /// Sends a notice (`ProcessExit` or `Cancel`) carrying `value`.

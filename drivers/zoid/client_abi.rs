@@ -5,14 +5,14 @@
 //! credentials.  A reply crosses the boundary as an opaque, boxed
 //! [`CallReply`] that the consumer reads and frees.
 
-use crate::client::{Args, CallReply};
+use crate::client::{Args, CallReply, InFlight};
 use crate::devzoid;
 use crate::zoid_kernel::cred::Creds;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// `ZOID_CLIENT_ABI`.
-const ZOID_CLIENT_ABI: u32 = 1;
+const ZOID_CLIENT_ABI: u32 = 2;
 
 /// `zoid_client_abi()`.
 #[no_mangle]
@@ -46,6 +46,53 @@ pub(crate) unsafe extern "C" fn zoid_client_ion(
     }
 }
 
+/// The mode argument of the ABI: `None` for zoid's `hard` knob.
+fn hard_mode(mode: c_int) -> Result<Option<bool>> {
+    match mode {
+        0 => Ok(None),
+        1 => Ok(Some(false)),
+        2 => Ok(Some(true)),
+        _ => Err(EINVAL),
+    }
+}
+
+/// The arguments C passed in.
+///
+/// # Safety
+///
+/// `args` is valid for `args_len` reads (or `args_len` is 0).
+unsafe fn args_in<'a>(args: *const c_void, args_len: usize) -> Result<&'a [u8]> {
+    if args_len == 0 {
+        Ok(&[])
+    } else if args.is_null() {
+        Err(EINVAL)
+    } else {
+        // SAFETY: the caller's guarantee.
+        Ok(unsafe { core::slice::from_raw_parts(args.cast::<u8>(), args_len) })
+    }
+}
+
+/// Hands a call's outcome to C: 0 with `*reply` set, the ION's positive
+/// errno, or a negative errno.
+///
+/// # Safety
+///
+/// `reply` is valid for one write.
+unsafe fn reply_out(r: Result<CallReply>, reply: *mut *mut c_void) -> c_int {
+    match r {
+        Ok(r) if r.errno != 0 => r.errno,
+        Ok(r) => match KBox::new(r, GFP_KERNEL) {
+            Ok(b) => {
+                // SAFETY: the caller's guarantee.
+                unsafe { *reply = KBox::into_raw(b).cast() };
+                0
+            }
+            Err(_) => ENOMEM.to_errno(),
+        },
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// `zoid_call()`: 0 with `*reply` set, a positive errno from the ION, or a
 /// negative errno.
 ///
@@ -63,23 +110,13 @@ pub(crate) unsafe extern "C" fn zoid_call(
     mode: c_int,
     reply: *mut *mut c_void,
 ) -> c_int {
-    if reply.is_null() || (args.is_null() && args_len != 0) {
+    if reply.is_null() {
         return EINVAL.to_errno();
     }
-    let hard = match mode {
-        0 => None,
-        1 => Some(false),
-        2 => Some(true),
-        _ => return EINVAL.to_errno(),
-    };
-    let args: &[u8] = if args_len == 0 {
-        &[]
-    } else {
-        // SAFETY: the caller's guarantee.
-        unsafe { core::slice::from_raw_parts(args.cast::<u8>(), args_len) }
-    };
-    let r = devzoid::client().and_then(|c| {
-        c.call(
+    // SAFETY: the caller's guarantee.
+    let r = unsafe { args_in(args, args_len) }.and_then(|args| {
+        let hard = hard_mode(mode)?;
+        devzoid::client()?.call(
             &Creds::current(),
             plugin,
             function,
@@ -89,18 +126,71 @@ pub(crate) unsafe extern "C" fn zoid_call(
             hard,
         )
     });
+    // SAFETY: `reply` is valid for one write (the caller's guarantee).
+    unsafe { reply_out(r, reply) }
+}
+
+/// `zoid_call_start()`: 0 with `*call` set, or a negative errno.
+///
+/// # Safety
+///
+/// `args` is valid for `args_len` reads (or `args_len` is 0); `call` is
+/// valid for one write.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoid_call_start(
+    plugin: u16,
+    function: u16,
+    args: *const c_void,
+    args_len: usize,
+    timeout_ms: u32,
+    mode: c_int,
+    call: *mut *mut c_void,
+) -> c_int {
+    if call.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: the caller's guarantee.
+    let r = unsafe { args_in(args, args_len) }.and_then(|args| {
+        let hard = hard_mode(mode)?;
+        let started = devzoid::client()?.start(
+            &Creds::current(),
+            plugin,
+            function,
+            0,
+            Args::Kernel(args),
+            timeout_ms,
+            hard,
+        )?;
+        Ok(KBox::new(started, GFP_KERNEL)?)
+    });
     match r {
-        Ok(r) if r.errno != 0 => r.errno,
-        Ok(r) => match KBox::new(r, GFP_KERNEL) {
-            Ok(b) => {
-                // SAFETY: the caller's guarantee.
-                unsafe { *reply = KBox::into_raw(b).cast() };
-                0
-            }
-            Err(_) => ENOMEM.to_errno(),
-        },
+        Ok(b) => {
+            // SAFETY: the caller's guarantee.
+            unsafe { *call = KBox::into_raw(b).cast() };
+            0
+        }
         Err(e) => e.to_errno(),
     }
+}
+
+/// `zoid_call_wait()`: as `zoid_call()`; `call` is gone afterwards.
+///
+/// # Safety
+///
+/// `call` came from [`zoid_call_start`] and was not waited for; `reply`
+/// is valid for one write.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoid_call_wait(
+    call: *mut c_void,
+    reply: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's guarantee: `call` is `zoid_call_start`'s `KBox`.
+    let call = unsafe { KBox::from_raw(call.cast::<InFlight>()) };
+    if reply.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `reply` is valid for one write (the caller's guarantee).
+    unsafe { reply_out(KBox::into_inner(call).wait(), reply) }
 }
 
 /// `zoid_reply_len()`.

@@ -240,7 +240,7 @@ impl MiscDevice for ZoidFile {
 }
 
 impl ZoidFile {
-    fn call(&self, client: &Client, arg: UserPtr) -> Result<isize> {
+    fn call(&self, client: &Arc<Client>, arg: UserPtr) -> Result<isize> {
         let (mut reader, mut writer) = UserSlice::new(arg, IOC_CALL_LEN).reader_writer();
         let mut raw = [0u8; IOC_CALL_LEN];
         reader.read_slice(&mut raw)?;

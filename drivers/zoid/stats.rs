@@ -42,6 +42,7 @@ counters! {
         timeouts: "CN: calls failed with ETIMEDOUT (soft mode).",
         interrupted: "CN: calls abandoned by a fatal signal.",
         resent: "CN: calls sent again after the ION came back (hard mode).",
+        inflight_peak: "CN: most calls in flight at once (every caller together).",
     }
 }
 

@@ -16,6 +16,9 @@
  *		zoid_reply_free(r);
  *	}
  *
+ * zoid_call_start() and zoid_call_wait() split a call in two, so that a
+ * caller keeps several in flight (zoidfs's pipelined reads and writes).
+ *
  * Calls carry the calling task's credentials (pid, fsuid, fsgid, groups).
  */
 #ifndef ZOID_CLIENT_H
@@ -23,7 +26,7 @@
 
 #include <linux/types.h>
 
-#define ZOID_CLIENT_ABI 1
+#define ZOID_CLIENT_ABI 2
 
 /* How a call waits for an ION that does not answer. */
 enum zoid_call_mode {
@@ -33,6 +36,7 @@ enum zoid_call_mode {
 };
 
 struct zoid_reply;
+struct zoid_call;
 
 /*
  * The ABI version of the loaded zoid.ko (a consumer refuses to load with
@@ -57,6 +61,21 @@ int zoid_client_ion(u32 *max_request, u32 *max_reply);
  */
 int zoid_call(u16 plugin, u16 function, const void *args, size_t args_len,
 	      u32 timeout_ms, int mode, struct zoid_reply **reply);
+
+/*
+ * Sends a call like zoid_call() and returns without waiting: 0 with *call
+ * set, or a negative errno (nothing was sent).  The arguments are copied
+ * before it returns; the timeout runs from now.  Several calls may be in
+ * flight; each must be passed to zoid_call_wait() exactly once.
+ */
+int zoid_call_start(u16 plugin, u16 function, const void *args, size_t args_len,
+		    u32 timeout_ms, int mode, struct zoid_call **call);
+
+/*
+ * Waits for a started call and frees it: returns as zoid_call() (with a
+ * NULL `reply` the call is abandoned and its reply dropped).
+ */
+int zoid_call_wait(struct zoid_call *call, struct zoid_reply **reply);
 
 /* Bytes of results in `r`. */
 size_t zoid_reply_len(const struct zoid_reply *r);

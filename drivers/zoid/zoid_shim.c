@@ -29,6 +29,8 @@ EXPORT_SYMBOL_GPL(zoid_plugin_unregister);
 EXPORT_SYMBOL_GPL(zoid_client_abi);
 EXPORT_SYMBOL_GPL(zoid_client_ion);
 EXPORT_SYMBOL_GPL(zoid_call);
+EXPORT_SYMBOL_GPL(zoid_call_start);
+EXPORT_SYMBOL_GPL(zoid_call_wait);
 EXPORT_SYMBOL_GPL(zoid_reply_len);
 EXPORT_SYMBOL_GPL(zoid_reply_read);
 EXPORT_SYMBOL_GPL(zoid_reply_free);

@@ -8,7 +8,7 @@
 //! their `unsafe` is turning its pointers into references and slices,
 //! after which [`Remote`] does the work in safe code.
 
-use crate::call_abi::{self, Mode, ZoidTransport};
+use crate::call_abi::{self, Mode, Started, ZoidTransport};
 use crate::stats::{Op, STATS};
 use crate::zoid_proto::zoid::plugin::CallError;
 use crate::zoid_proto::zoid::plugins::unix::{dirents, Stat};
@@ -666,6 +666,194 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_write(
         STATS.bytes_written(n);
         isize::try_from(n).map_err(|_| EIO)
     })();
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// A read or write in flight (`struct zoidfs_io`).
+pub(crate) struct Io {
+    started: Started,
+    op: Op,
+    h: Handle,
+    offset: i64,
+    /// A read's destination (valid for `len` writes until its finish).
+    buf: *mut u8,
+    len: usize,
+}
+
+/// Hands a started I/O to C.
+///
+/// # Safety
+///
+/// `out` is valid for one write.
+unsafe fn io_out(io: Result<Io>, out: *mut *mut c_void) -> c_int {
+    match io.and_then(|io| Ok(KBox::new(io, GFP_KERNEL)?)) {
+        Ok(b) => {
+            // SAFETY: the caller's guarantee.
+            unsafe { *out = KBox::into_raw(b).cast() };
+            0
+        }
+        Err(e) => neg(e),
+    }
+}
+
+/// `zoidfs_rs_read_start()`.
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; `buf` is valid for `count` writes and not
+/// otherwise used until [`zoidfs_rs_read_finish`]; `io` is valid for one
+/// write.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_read_start(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    offset: i64,
+    buf: *mut c_void,
+    count: usize,
+    io: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh) = unsafe { (&*c, &*fh) };
+    let buf = buf.cast::<u8>();
+    let r = (|| -> Result<Io> {
+        let h = handle_in(fh)?;
+        let n = u32::try_from(count).map_err(|_| EINVAL)?;
+        let remote = Remote::new(c);
+        STATS.call(Op::Read);
+        let started = remote
+            .t
+            .start(|t| {
+                // SAFETY: the caller's guarantee on `buf`; nothing else
+                // uses it until the finish.
+                let data = unsafe { core::slice::from_raw_parts_mut(buf, count) };
+                client::read(t, h, offset, data, n)
+            })
+            .map_err(|e| failed(Op::Read, e))?;
+        Ok(Io {
+            started,
+            op: Op::Read,
+            h,
+            offset,
+            buf,
+            len: count,
+        })
+    })();
+    // SAFETY: `io` is valid for one write (the caller's guarantee).
+    unsafe { io_out(r, io) }
+}
+
+/// Takes back an `io` from C.
+///
+/// # Safety
+///
+/// `io` came from a `*_start` function and was not finished.
+unsafe fn io_in(io: *mut c_void) -> Io {
+    // SAFETY: the caller's guarantee: a `KBox<Io>` from `io_out`.
+    KBox::into_inner(unsafe { KBox::from_raw(io.cast::<Io>()) })
+}
+
+/// `zoidfs_rs_read_finish()`: bytes read (0 at the end of the file).
+///
+/// # Safety
+///
+/// `io` came from [`zoidfs_rs_read_start`] and was not finished.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_read_finish(io: *mut c_void) -> isize {
+    // SAFETY: the caller's guarantee.
+    let io = unsafe { io_in(io) };
+    if io.op != Op::Read {
+        return neg(EINVAL) as isize;
+    }
+    // SAFETY: the read start's guarantee: `buf` is valid for `len` writes
+    // and ours until now.
+    let data = unsafe { core::slice::from_raw_parts_mut(io.buf, io.len) };
+    let count = io.len as u32;
+    let (h, offset) = (io.h, io.offset);
+    let r = io
+        .started
+        .finish(|t| client::read(t, h, offset, data, count))
+        .map_err(|e| failed(Op::Read, e))
+        .and_then(|n| {
+            STATS.bytes_read(n);
+            isize::try_from(n).map_err(|_| EIO)
+        });
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_write_start()`.
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; `buf` is valid for `count` reads; `io` is valid
+/// for one write.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_write_start(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    offset: i64,
+    buf: *const c_void,
+    count: usize,
+    sync: bool,
+    io: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, data) = unsafe { (&*c, &*fh, bytes(buf.cast(), count)) };
+    let r = (|| -> Result<Io> {
+        if offset < 0 && offset != APPEND {
+            return Err(EINVAL);
+        }
+        let h = handle_in(fh)?;
+        let remote = Remote::new(c);
+        STATS.call(Op::Write);
+        let mut st = Stat::default();
+        let started = remote
+            .t
+            .start(|t| client::write(t, h, offset, data, sync, &mut st))
+            .map_err(|e| failed(Op::Write, e))?;
+        Ok(Io {
+            started,
+            op: Op::Write,
+            h,
+            offset,
+            buf: core::ptr::null_mut(),
+            len: count,
+        })
+    })();
+    // SAFETY: `io` is valid for one write (the caller's guarantee).
+    unsafe { io_out(r, io) }
+}
+
+/// `zoidfs_rs_write_finish()`: bytes written, the attributes after the
+/// write in `*attr`.
+///
+/// # Safety
+///
+/// `io` came from [`zoidfs_rs_write_start`] and was not finished; `attr`
+/// is valid for one write.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_write_finish(
+    io: *mut c_void,
+    attr: *mut RawAttr,
+) -> isize {
+    // SAFETY: the caller's guarantee.
+    let io = unsafe { io_in(io) };
+    if io.op != Op::Write {
+        return neg(EINVAL) as isize;
+    }
+    // SAFETY: the caller's guarantee.
+    let attr = unsafe { &mut *attr };
+    let (h, offset) = (io.h, io.offset);
+    let mut st = Stat::default();
+    // The data went with the start: the stub's `data` is not sent again.
+    let r = io
+        .started
+        .finish(|t| client::write(t, h, offset, &[], false, &mut st))
+        .map_err(|e| failed(Op::Write, e))
+        .and_then(|n| {
+            *attr = RawAttr::from(&st);
+            STATS.bytes_written(n);
+            isize::try_from(n).map_err(|_| EIO)
+        });
     r.unwrap_or_else(|e| neg(e) as isize)
 }
 

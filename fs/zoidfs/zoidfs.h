@@ -125,6 +125,24 @@ ssize_t zoidfs_rs_read(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 ssize_t zoidfs_rs_write(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 			s64 offset, const void *buf, size_t count, bool sync,
 			struct zoidfs_attr *attr);
+
+/*
+ * Reads and writes in flight: *_start sends the call and returns at once
+ * (0 with *io set, or a negative errno), *_finish waits for it, frees `io`
+ * and returns as zoidfs_rs_read/write.  Every started `io` is finished
+ * exactly once.  A read's `buf`
+ * stays untouched by the caller until its finish; a write's `buf` is
+ * copied before its start returns.
+ */
+struct zoidfs_io;
+int zoidfs_rs_read_start(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
+			 s64 offset, void *buf, size_t count, struct zoidfs_io **io);
+ssize_t zoidfs_rs_read_finish(struct zoidfs_io *io);
+int zoidfs_rs_write_start(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
+			  s64 offset, const void *buf, size_t count, bool sync,
+			  struct zoidfs_io **io);
+ssize_t zoidfs_rs_write_finish(struct zoidfs_io *io, struct zoidfs_attr *attr);
+
 int zoidfs_rs_commit(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 		     bool datasync);
 int zoidfs_rs_statfs(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,

@@ -41,6 +41,9 @@
 #define ZOIDFS_CALL_OVERHEAD 1024
 /* Largest transfer per call, whatever the ION allows. */
 #define ZOIDFS_MAX_IO (1U << 20)
+/* Reads or writes one stream keeps in flight (mount option inflight=). */
+#define ZOIDFS_INFLIGHT_DEFAULT 4
+#define ZOIDFS_INFLIGHT_MAX 16
 /* readdir: bytes of entries asked for per call. */
 #define ZOIDFS_READDIR_BYTES 16384
 /* readdir positions 0 and 1 are "." and ".."; 2 starts the ION's list. */
@@ -64,6 +67,7 @@ struct zoidfs_sb {
 	u32 ion;
 	u32 rsize;
 	u32 wsize;
+	u32 inflight;		/* data calls in flight per stream */
 	u32 timeo;		/* mount option, tenths of a second */
 	u32 retrans;
 	bool hard;
@@ -678,42 +682,126 @@ static int zoidfs_open(struct inode *inode, struct file *file)
 	return generic_file_open(inode, file);
 }
 
+/*
+ * Data calls in flight, oldest first: a ring of up to ZOIDFS_INFLIGHT_MAX
+ * started reads or writes, each with its offset and length.
+ */
+struct zoidfs_pipe {
+	struct zoidfs_io *io[ZOIDFS_INFLIGHT_MAX];
+	loff_t pos[ZOIDFS_INFLIGHT_MAX];
+	size_t len[ZOIDFS_INFLIGHT_MAX];
+	unsigned int depth;	/* at most this many in flight */
+	unsigned int first;	/* slot of the oldest */
+	unsigned int n;		/* in flight */
+};
+
+static void zoidfs_pipe_init(struct zoidfs_pipe *p, unsigned int depth)
+{
+	p->depth = clamp_t(unsigned int, depth, 1, ZOIDFS_INFLIGHT_MAX);
+	p->first = 0;
+	p->n = 0;
+}
+
+static bool zoidfs_pipe_full(const struct zoidfs_pipe *p)
+{
+	return p->n == p->depth;
+}
+
+/* The slot the next started call takes. */
+static unsigned int zoidfs_pipe_next(const struct zoidfs_pipe *p)
+{
+	return (p->first + p->n) % p->depth;
+}
+
+static void zoidfs_pipe_push(struct zoidfs_pipe *p, struct zoidfs_io *io, loff_t pos, size_t len)
+{
+	unsigned int s = zoidfs_pipe_next(p);
+
+	p->io[s] = io;
+	p->pos[s] = pos;
+	p->len[s] = len;
+	p->n++;
+}
+
+/* Takes the oldest call out: its slot. */
+static unsigned int zoidfs_pipe_pop(struct zoidfs_pipe *p)
+{
+	unsigned int s = p->first;
+
+	p->first = (p->first + 1) % p->depth;
+	p->n--;
+	return s;
+}
+
+/* How many calls a transfer of `count` bytes in `chunk`s keeps in flight. */
+static unsigned int zoidfs_depth(struct zoidfs_sb *sbi, size_t count, size_t chunk)
+{
+	return min_t(size_t, sbi->inflight, DIV_ROUND_UP(count, chunk));
+}
+
 static ssize_t zoidfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
-	size_t chunk = min_t(size_t, iov_iter_count(to), sbi->rsize);
-	ssize_t done = 0, n;
+	size_t count = iov_iter_count(to);
+	size_t chunk = min_t(size_t, count, sbi->rsize);
+	loff_t next = iocb->ki_pos, end = iocb->ki_pos + count;
+	/* stop: start no more reads; broken: and use no more results. */
+	bool stop = false, broken = false;
+	ssize_t done = 0, err = 0, n;
+	struct zoidfs_pipe p;
 	void *buf;
 
-	if (!iov_iter_count(to))
+	if (!count)
 		return 0;
 	if (zoidfs_has_dirty(inode)) {
 		n = filemap_write_and_wait_range(inode->i_mapping, iocb->ki_pos,
-						 iocb->ki_pos + iov_iter_count(to) - 1);
+						 iocb->ki_pos + count - 1);
 		if (n)
 			return n;
 	}
-	buf = kvmalloc(chunk, GFP_KERNEL);
+	/* Up to `inflight` rsize reads on the wire, consumed in order. */
+	zoidfs_pipe_init(&p, zoidfs_depth(sbi, count, chunk));
+	buf = kvmalloc(array_size(p.depth, chunk), GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
-	while (iov_iter_count(to)) {
-		size_t want = min_t(size_t, iov_iter_count(to), chunk);
+	for (;;) {
+		unsigned int s;
 
-		n = zoidfs_rs_read(&sbi->conn, &ZI(inode)->fh, iocb->ki_pos, buf, want);
-		if (n <= 0)
+		while (!stop && !zoidfs_pipe_full(&p) && next < end) {
+			size_t want = min_t(size_t, end - next, chunk);
+			struct zoidfs_io *io;
+
+			s = zoidfs_pipe_next(&p);
+			err = zoidfs_rs_read_start(&sbi->conn, &ZI(inode)->fh, next,
+						   buf + s * chunk, want, &io);
+			if (err) {
+				stop = true;
+				break;
+			}
+			zoidfs_pipe_push(&p, io, next, want);
+			next += want;
+		}
+		if (!p.n)
 			break;
-		if (copy_to_iter(buf, n, to) != n) {
+		s = zoidfs_pipe_pop(&p);
+		n = zoidfs_rs_read_finish(p.io[s]);
+		if (broken)
+			continue;	/* draining after the end or an error */
+		if (n >= 0 && copy_to_iter(buf + s * chunk, n, to) != n)
 			n = -EFAULT;
-			break;
+		if (n < 0) {
+			err = n;
+			stop = broken = true;
+			continue;
 		}
 		iocb->ki_pos += n;
 		done += n;
-		if (n < want)
-			break;
+		if (n < p.len[s])
+			stop = broken = true;	/* the end of the file */
 	}
 	kvfree(buf);
-	return done ? done : n;
+	return done ? done : err;
 }
 
 static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
@@ -721,45 +809,81 @@ static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	struct inode *inode = file_inode(iocb->ki_filp);
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
 	bool sync = iocb_is_dsync(iocb);
-	struct zoidfs_attr a;
-	bool have_attr = false;
-	ssize_t done = 0, n;
-	size_t chunk;
-	loff_t start;
+	/* Appends go to the ION's end of file, not our idea of it: in order. */
+	bool append = iocb->ki_flags & IOCB_APPEND;
+	struct zoidfs_attr a, last = {};
+	/* stop: start no more writes; broken: and count no more results. */
+	bool have_attr = false, stop = false, broken = false;
+	ssize_t done = 0, err = 0, n;
+	size_t chunk, sent = 0;
+	struct zoidfs_pipe p;
+	loff_t start, next;
 	void *buf;
 
 	inode_lock(inode);
-	n = generic_write_checks(iocb, from);
-	if (n <= 0)
+	err = generic_write_checks(iocb, from);
+	if (err <= 0)
 		goto out_unlock;
-	n = file_remove_privs(iocb->ki_filp);
-	if (n)
+	err = file_remove_privs(iocb->ki_filp);
+	if (err)
 		goto out_unlock;
 	if (zoidfs_has_dirty(inode)) {
-		n = filemap_write_and_wait(inode->i_mapping);
-		if (n)
+		err = filemap_write_and_wait(inode->i_mapping);
+		if (err)
 			goto out_unlock;
 	}
+	/*
+	 * Up to `inflight` wsize writes on the wire.  A start copies its
+	 * data, so one buffer serves them all.
+	 */
 	chunk = min_t(size_t, iov_iter_count(from), sbi->wsize);
+	zoidfs_pipe_init(&p, append ? 1 : zoidfs_depth(sbi, iov_iter_count(from), chunk));
 	buf = kvmalloc(chunk, GFP_KERNEL);
-	n = -ENOMEM;
+	err = -ENOMEM;
 	if (!buf)
 		goto out_unlock;
-	start = iocb->ki_pos;
-	while (iov_iter_count(from)) {
-		size_t want = min_t(size_t, iov_iter_count(from), chunk);
-		/* Appends go to the ION's end of file, not our idea of it. */
-		s64 at = (iocb->ki_flags & IOCB_APPEND) ? ZOIDFS_APPEND : iocb->ki_pos;
+	err = 0;
+	start = next = iocb->ki_pos;
+	for (;;) {
+		unsigned int s;
 
-		if (copy_from_iter(buf, want, from) != want) {
-			n = -EFAULT;
-			break;
+		while (!stop && !zoidfs_pipe_full(&p) && iov_iter_count(from)) {
+			size_t want = min_t(size_t, iov_iter_count(from), chunk);
+			s64 at = append ? ZOIDFS_APPEND : next;
+			struct zoidfs_io *io;
+			size_t got = copy_from_iter(buf, want, from);
+
+			sent += got;
+			if (got != want) {
+				err = -EFAULT;
+				stop = true;
+				break;
+			}
+			err = zoidfs_rs_write_start(&sbi->conn, &ZI(inode)->fh, at, buf, want,
+						    sync, &io);
+			if (err) {
+				stop = true;
+				break;
+			}
+			zoidfs_pipe_push(&p, io, at, want);
+			next += want;
 		}
-		n = zoidfs_rs_write(&sbi->conn, &ZI(inode)->fh, at, buf, want, sync, &a);
-		if (n < 0)
+		if (!p.n)
 			break;
+		s = zoidfs_pipe_pop(&p);
+		n = zoidfs_rs_write_finish(p.io[s], &a);
+		if (broken)
+			continue;	/* past a failed or short write: not counted */
+		if (n < 0) {
+			err = n;
+			stop = broken = true;
+			continue;
+		}
+		/* The attributes of the write that left the file largest. */
+		if (!have_attr || a.size >= last.size)
+			last = a;
 		have_attr = true;
-		if (at == ZOIDFS_APPEND) {
+		if (append) {
 			/* The data ends where the file now ends. */
 			iocb->ki_pos = a.size;
 			if (!done)
@@ -768,20 +892,21 @@ static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 			iocb->ki_pos += n;
 		}
 		done += n;
-		if (n < want) {
-			iov_iter_revert(from, want - n);
-			break;
-		}
+		if (n < p.len[s])
+			stop = broken = true;
 	}
 	kvfree(buf);
+	/* What was taken from `from` and not written goes back. */
+	if (sent > done)
+		iov_iter_revert(from, sent - done);
 	if (have_attr)
-		zoidfs_apply_attr(inode, &a);
+		zoidfs_apply_attr(inode, &last);
 	if (done && inode->i_mapping->nrpages)
 		invalidate_inode_pages2_range(inode->i_mapping, start >> PAGE_SHIFT,
 					      (start + done - 1) >> PAGE_SHIFT);
 out_unlock:
 	inode_unlock(inode);
-	return done ? done : n;
+	return done ? done : err;
 }
 
 static int zoidfs_fsync(struct file *file, loff_t start, loff_t end, int datasync)
@@ -821,44 +946,74 @@ static int zoidfs_read_folio(struct file *file, struct folio *folio)
 	return err;
 }
 
-/* Readahead: the whole window in rsize calls, copied into the folios. */
+/*
+ * Readahead: the whole window in rsize calls, up to `inflight` of them on
+ * the wire, copied into the folios in order.  A folio left !uptodate (an
+ * error) is read again by read_folio.
+ */
 static void zoidfs_readahead(struct readahead_control *rac)
 {
 	struct inode *inode = rac->mapping->host;
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
-	loff_t end = readahead_pos(rac) + readahead_length(rac);
-	loff_t buf_pos = 0;
-	size_t buf_len = 0, cap = min_t(size_t, readahead_length(rac), sbi->rsize);
+	loff_t next = readahead_pos(rac), end = next + readahead_length(rac);
+	size_t chunk = min_t(size_t, readahead_length(rac), sbi->rsize);
+	ssize_t got[ZOIDFS_INFLIGHT_MAX];
+	struct zoidfs_pipe p;
 	struct folio *folio;
 	bool failed = false;
-	void *buf = kvmalloc(cap, GFP_KERNEL);
+	void *buf;
 
+	zoidfs_pipe_init(&p, zoidfs_depth(sbi, readahead_length(rac), chunk));
+	buf = kvmalloc(array_size(p.depth, chunk), GFP_KERNEL);
 	while ((folio = readahead_folio(rac))) {
 		loff_t pos = folio_pos(folio);
 		size_t len = folio_size(folio);
+		bool ok = false;
 
-		if (!buf || failed) {
-			/* Unlocked and left !uptodate: read_folio retries. */
-			folio_end_read(folio, false);
-			continue;
-		}
-		if (!buf_len || pos < buf_pos || pos + len > buf_pos + buf_len) {
-			ssize_t n;
+		while (buf && !failed && !zoidfs_pipe_full(&p) && next < end) {
+			size_t want = min_t(loff_t, end - next, chunk);
+			unsigned int s = zoidfs_pipe_next(&p);
+			struct zoidfs_io *io;
 
-			buf_pos = pos;
-			n = zoidfs_rs_read(&sbi->conn, &ZI(inode)->fh, pos, buf,
-					   min_t(loff_t, cap, end - pos));
-			if (n < 0) {
+			if (zoidfs_rs_read_start(&sbi->conn, &ZI(inode)->fh, next, buf + s * chunk,
+						 want, &io)) {
 				failed = true;
-				folio_end_read(folio, false);
-				continue;
+				break;
 			}
-			/* Past the ION's end of file: zeroes. */
-			memset(buf + n, 0, min_t(loff_t, cap, end - pos) - n);
-			buf_len = min_t(loff_t, cap, end - pos);
+			got[s] = -EINPROGRESS;
+			zoidfs_pipe_push(&p, io, next, want);
+			next += want;
 		}
-		memcpy_to_folio(folio, 0, buf + (pos - buf_pos), len);
-		folio_end_read(folio, true);
+		/* The oldest call holds this folio (chunks are whole pages). */
+		while (p.n && !failed) {
+			unsigned int s = p.first;
+
+			if (got[s] == -EINPROGRESS) {
+				got[s] = zoidfs_rs_read_finish(p.io[s]);
+				if (got[s] < 0) {
+					failed = true;
+					break;
+				}
+				/* Past the ION's end of file: zeroes. */
+				memset(buf + s * chunk + got[s], 0, p.len[s] - got[s]);
+			}
+			if (pos >= p.pos[s] && pos + len <= p.pos[s] + p.len[s]) {
+				memcpy_to_folio(folio, 0, buf + s * chunk + (pos - p.pos[s]), len);
+				ok = true;
+				if (pos + len == p.pos[s] + p.len[s])
+					zoidfs_pipe_pop(&p);
+				break;
+			}
+			zoidfs_pipe_pop(&p);
+		}
+		folio_end_read(folio, ok);
+	}
+	/* Calls no folio needed any more (after an error). */
+	while (p.n) {
+		unsigned int s = zoidfs_pipe_pop(&p);
+
+		if (got[s] == -EINPROGRESS)
+			zoidfs_rs_read_finish(p.io[s]);
 	}
 	kvfree(buf);
 }
@@ -938,43 +1093,81 @@ out:
 	return copied;
 }
 
-/* Write-back: runs of contiguous dirty folios, up to wsize per call. */
+/*
+ * Write-back: runs of contiguous dirty folios, up to wsize per call and up
+ * to `inflight` calls on the wire.  A run is copied into `buf` and sent;
+ * its folios stay under writeback until the ION answers.
+ */
 struct zoidfs_wb {
 	struct inode *inode;
 	void *buf;
 	size_t cap;
 	loff_t start;
 	size_t len;
-	struct folio **folios;
+	/* The run being gathered: its folios are batch `pipe.next`'s. */
 	unsigned int n, max;
+	/* Runs in flight: each slot's folios at folios[slot * max]. */
+	struct zoidfs_pipe pipe;
+	struct folio **folios;
+	unsigned int nfolios[ZOIDFS_INFLIGHT_MAX];
+	int error;
 };
 
-static int zoidfs_wb_flush(struct zoidfs_wb *wb)
+/* Ends the writeback of a run: `err` is its outcome. */
+static void zoidfs_wb_end(struct zoidfs_wb *wb, unsigned int s, int err)
 {
-	struct zoidfs_attr a;
-	ssize_t n = 0;
-	size_t done = 0;
+	struct folio **f = wb->folios + s * wb->max;
 	unsigned int i;
 
-	while (done < wb->len) {
-		n = zoidfs_rs_write(zconn(wb->inode), &ZI(wb->inode)->fh, wb->start + done,
-				    wb->buf + done, wb->len - done, false, &a);
-		if (n <= 0) {
-			n = n ? n : -EIO;
-			break;
-		}
-		done += n;
+	for (i = 0; i < wb->nfolios[s]; i++) {
+		if (err)
+			mapping_set_error(f[i]->mapping, err);
+		folio_end_writeback(f[i]);
 	}
-	if (done)
+	if (err && !wb->error)
+		wb->error = err;
+}
+
+/* Waits for the oldest run in flight. */
+static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
+{
+	unsigned int s = zoidfs_pipe_pop(&wb->pipe);
+	struct zoidfs_attr a;
+	ssize_t n;
+
+	n = zoidfs_rs_write_finish(wb->pipe.io[s], &a);
+	if (n > 0)
 		zoidfs_set_attr(wb->inode, &a, true);
-	for (i = 0; i < wb->n; i++) {
-		if (n < 0)
-			mapping_set_error(wb->folios[i]->mapping, n);
-		folio_end_writeback(wb->folios[i]);
+	if (n >= 0 && n < wb->pipe.len[s]) {
+		pr_warn_ratelimited("zoidfs: ION wrote %zd of %zu bytes at %lld\n", n,
+				    wb->pipe.len[s], wb->pipe.pos[s]);
+		n = -EIO;
 	}
+	zoidfs_wb_end(wb, s, n < 0 ? n : 0);
+}
+
+/* Sends the gathered run (waiting for the oldest if the pipe is full). */
+static void zoidfs_wb_flush(struct zoidfs_wb *wb)
+{
+	struct zoidfs_io *io;
+	unsigned int s;
+	int err;
+
+	if (!wb->len)
+		return;
+	s = zoidfs_pipe_next(&wb->pipe);
+	wb->nfolios[s] = wb->n;
+	err = zoidfs_rs_write_start(zconn(wb->inode), &ZI(wb->inode)->fh, wb->start, wb->buf,
+				    wb->len, false, &io);
+	if (err)
+		zoidfs_wb_end(wb, s, err);
+	else
+		zoidfs_pipe_push(&wb->pipe, io, wb->start, wb->len);
 	wb->n = 0;
 	wb->len = 0;
-	return n < 0 ? n : 0;
+	/* The next run gathers into the next slot: it must be free. */
+	if (zoidfs_pipe_full(&wb->pipe))
+		zoidfs_wb_finish_one(wb);
 }
 
 static int zoidfs_writepages(struct address_space *mapping, struct writeback_control *wbc)
@@ -984,18 +1177,20 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 	struct zoidfs_wb wb = { .inode = inode };
 	const struct cred *cred, *old = NULL;
 	struct folio *folio = NULL;
-	int error = 0, err;
+	unsigned int depth = sbi->inflight;
+	int error = 0;
 
 	wb.cap = sbi->wsize;
 	wb.max = wb.cap / PAGE_SIZE;
 	wb.buf = kvmalloc(wb.cap, GFP_NOFS | __GFP_NOWARN);
-	wb.folios = kmalloc_array(wb.max, sizeof(*wb.folios), GFP_NOFS | __GFP_NOWARN);
+	wb.folios = kmalloc_array(depth * wb.max, sizeof(*wb.folios), GFP_NOFS | __GFP_NOWARN);
 	if (!wb.buf || !wb.folios) {
 		/* Short of memory (reclaim may be waiting on us): a page per call. */
 		kvfree(wb.buf);
 		kfree(wb.folios);
 		wb.cap = PAGE_SIZE;
 		wb.max = 1;
+		depth = 1;
 		wb.buf = kmalloc(PAGE_SIZE, GFP_NOFS);
 		wb.folios = kmalloc(sizeof(*wb.folios), GFP_NOFS);
 		if (!wb.buf || !wb.folios) {
@@ -1004,6 +1199,7 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 			return -ENOMEM;
 		}
 	}
+	zoidfs_pipe_init(&wb.pipe, depth);
 	/* Background write-back runs in a kworker: use the writer's identity. */
 	spin_lock(&inode->i_lock);
 	cred = ZI(inode)->wb_cred ? get_cred(ZI(inode)->wb_cred) : NULL;
@@ -1022,31 +1218,26 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 		}
 		len = min_t(loff_t, folio_size(folio), isize - pos);
 		if (wb.len && (pos != wb.start + wb.len || wb.len + len > wb.cap ||
-			       wb.n == wb.max)) {
-			err = zoidfs_wb_flush(&wb);
-			if (err)
-				error = err;
-		}
+			       wb.n == wb.max))
+			zoidfs_wb_flush(&wb);
 		if (!wb.len)
 			wb.start = pos;
 		memcpy_from_folio(wb.buf + wb.len, folio, 0, len);
 		folio_start_writeback(folio);
 		folio_unlock(folio);
-		wb.folios[wb.n++] = folio;
+		wb.folios[zoidfs_pipe_next(&wb.pipe) * wb.max + wb.n++] = folio;
 		wb.len += len;
 	}
-	if (wb.len) {
-		err = zoidfs_wb_flush(&wb);
-		if (err)
-			error = err;
-	}
+	zoidfs_wb_flush(&wb);
+	while (wb.pipe.n)
+		zoidfs_wb_finish_one(&wb);
 	if (cred) {
 		revert_creds(old);
 		put_cred(cred);
 	}
 	kvfree(wb.buf);
 	kfree(wb.folios);
-	return error;
+	return error ? error : wb.error;
 }
 
 static const struct address_space_operations zoidfs_aops = {
@@ -1236,9 +1427,9 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",cache=%s", zoidfs_cache_modes[sbi->cache].name);
 	if (sbi->cache != Cache_none)
 		seq_printf(m, ",actimeo=%lu", sbi->actimeo / HZ);
-	seq_printf(m, ",%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u",
+	seq_printf(m, ",%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u,inflight=%u",
 		   sbi->hard ? "hard" : "soft", sbi->timeo, sbi->retrans, sbi->rsize,
-		   sbi->wsize);
+		   sbi->wsize, sbi->inflight);
 	return 0;
 }
 
@@ -1253,7 +1444,7 @@ static const struct super_operations zoidfs_sops = {
 /* ---- Mounting ---- */
 
 enum { Opt_ion, Opt_export, Opt_cache, Opt_actimeo, Opt_timeo, Opt_retrans, Opt_soft,
-	Opt_hard, Opt_rsize, Opt_wsize };
+	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight };
 
 static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("ion", Opt_ion),
@@ -1266,6 +1457,7 @@ static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_flag("hard", Opt_hard),
 	fsparam_u32("rsize", Opt_rsize),
 	fsparam_u32("wsize", Opt_wsize),
+	fsparam_u32("inflight", Opt_inflight),
 	{}
 };
 
@@ -1279,6 +1471,7 @@ struct zoidfs_ctx {
 	u32 retrans;
 	u32 rsize;
 	u32 wsize;
+	u32 inflight;
 	bool hard;
 };
 
@@ -1339,6 +1532,12 @@ static int zoidfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		else
 			ctx->wsize = result.uint_32;
 		break;
+	case Opt_inflight:
+		if (!result.uint_32 || result.uint_32 > ZOIDFS_INFLIGHT_MAX)
+			return invalfc(fc, "inflight=%u out of range (1..%u)", result.uint_32,
+				       ZOIDFS_INFLIGHT_MAX);
+		ctx->inflight = result.uint_32;
+		break;
 	}
 	return 0;
 }
@@ -1390,6 +1589,7 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->ion = ion;
 	sbi->rsize = zoidfs_io_size(ctx->rsize, max_reply);
 	sbi->wsize = zoidfs_io_size(ctx->wsize, max_request);
+	sbi->inflight = ctx->inflight;
 
 	err = zoidfs_rs_root(&sbi->conn, export, strlen(export), &sbi->root, &a);
 	if (err == -ENOENT)
@@ -1404,7 +1604,8 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	err = super_setup_bdi(sb);
 	if (err)
 		return err;
-	sb->s_bdi->ra_pages = 2 * sbi->rsize / PAGE_SIZE;
+	/* A readahead window keeps `inflight` reads on the wire. */
+	sb->s_bdi->ra_pages = max(2U, sbi->inflight) * sbi->rsize / PAGE_SIZE;
 	sb->s_bdi->io_pages = sbi->rsize / PAGE_SIZE;
 	sb->s_magic = ZOIDFS_MAGIC;
 	sb->s_op = &zoidfs_sops;
@@ -1420,9 +1621,9 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return -ENOMEM;
-	pr_info("zoidfs: mounted export \"%s\" of ION %u (cache=%s, rsize %u, wsize %u, %s)\n",
+	pr_info("zoidfs: mounted export \"%s\" of ION %u (cache=%s, rsize %u, wsize %u, inflight %u, %s)\n",
 		export, ion, zoidfs_cache_modes[sbi->cache].name, sbi->rsize, sbi->wsize,
-		sbi->hard ? "hard" : "soft");
+		sbi->inflight, sbi->hard ? "hard" : "soft");
 	return 0;
 }
 
@@ -1458,6 +1659,7 @@ static int zoidfs_init_fs_context(struct fs_context *fc)
 	ctx->actimeo = 3;	/* NFS's acregmin */
 	ctx->timeo = 600;	/* 60 s, like NFS over TCP */
 	ctx->retrans = 2;
+	ctx->inflight = ZOIDFS_INFLIGHT_DEFAULT;
 	ctx->hard = true;
 	fc->fs_private = ctx;
 	fc->ops = &zoidfs_context_ops;

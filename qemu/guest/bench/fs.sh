@@ -31,6 +31,8 @@ RAND_OPS=${BENCH_RAND_OPS:-400}
 META_FILES=${BENCH_META_FILES:-500}
 META_DIRS=${BENCH_META_DIRS:-10}
 SYSTEMS=${BENCH_SYSTEMS:-"zoidfs zoidfs_loose nfs 9p 9p_loose"}
+# Extra zoidfs mount options for both zoidfs systems (inflight=, rsize=...).
+ZOPTS=${BENCH_ZOIDFS_OPTS:-}
 Z=/sys/kernel/zoid
 . "$(dirname "$0")/lib.sh"
 [ -x "$FSB" ] || die "no fsbench at $FSB"
@@ -96,8 +98,8 @@ barrier 1
 # mount_fs <system>: mounts it on $M.
 mount_fs() {
   case $1 in
-    zoidfs) mount -t zoidfs zoidfs $M ;;
-    zoidfs_loose) mount -t zoidfs -o cache=loose zoidfs $M ;;
+    zoidfs) mount -t zoidfs ${ZOPTS:+-o "$ZOPTS"} zoidfs $M ;;
+    zoidfs_loose) mount -t zoidfs -o "cache=loose${ZOPTS:+,$ZOPTS}" zoidfs $M ;;
     nfs) "$FSB" mount "$ION_IP:/" $M nfs4 \
            "vers=4.2,proto=tcp,addr=$ION_IP,clientaddr=$CN_IP,rsize=1048576,wsize=1048576" ;;
     9p) "$FSB" mount "$ION_IP" $M 9p \

@@ -227,6 +227,13 @@ pub trait Transport {
     /// do these steps.
     ///
     /// Out values the stub passed in are unspecified after an error.
+    ///
+    /// A generated stub calls `call` exactly once, after its own argument
+    /// checks, returns an error from it unchanged, and does nothing else
+    /// afterwards: `decode` alone writes its `out` arguments.  So a stub
+    /// can run in two halves (an asynchronous call): once with a transport
+    /// that only encodes and sends, returning an error, and later with one
+    /// that ignores `encode` and decodes the reply that came.
     fn call(
         &self,
         plugin: u16,
@@ -799,6 +806,70 @@ mod tests {
             tiny::client::get(&t, &mut [0u8; 100], 100),
             Err(CallError::Errno(super::errno::E2BIG))
         );
+        assert_eq!(calls.get(), 2);
+    }
+
+    /// The first half of a two-half call: keeps the request, fails.
+    struct Send<'a>(&'a core::cell::RefCell<([u8; 64], usize)>);
+
+    impl Transport for Send<'_> {
+        fn call(
+            &self,
+            _plugin: u16,
+            _function: u16,
+            encode: &dyn Fn(&mut Encoder<'_>) -> Result<(), MarshalError>,
+            _decode: &mut dyn FnMut(&mut Decoder<'_>) -> Result<(), MarshalError>,
+        ) -> Result<(), CallError> {
+            let mut r = self.0.borrow_mut();
+            r.1 = super::encode_args(encode, &mut r.0)?;
+            Err(CallError::Transport(115))
+        }
+    }
+
+    /// The second half: runs the kept request, decodes, ignores `encode`.
+    struct Finish<'a>(&'a core::cell::RefCell<([u8; 64], usize)>, &'a Cell<u32>);
+
+    impl Transport for Finish<'_> {
+        fn call(
+            &self,
+            _plugin: u16,
+            function: u16,
+            _encode: &dyn Fn(&mut Encoder<'_>) -> Result<(), MarshalError>,
+            decode: &mut dyn FnMut(&mut Decoder<'_>) -> Result<(), MarshalError>,
+        ) -> Result<(), CallError> {
+            let r = self.0.borrow();
+            let mut rep = [0u8; 64];
+            match tiny::dispatch(&Srv, self.1, function, &r.0[..r.1], &mut rep) {
+                Ok(Reply { errno: 0, len }) => super::decode_reply_args(&rep[..len], decode),
+                Ok(r) => Err(CallError::Errno(r.errno)),
+                Err(e) => Err(CallError::Errno(e.errno())),
+            }
+        }
+    }
+
+    #[test]
+    fn stubs_run_in_two_halves() {
+        let req = core::cell::RefCell::new(([0u8; 64], 0));
+        let calls = Cell::new(0);
+        // The first half sends 21 and leaves `x` alone; the second's
+        // argument value does not matter (it is not sent again).
+        let mut x = 21;
+        assert_eq!(
+            tiny::client::double(&Send(&req), &mut x),
+            Err(CallError::Transport(115))
+        );
+        assert_eq!(x, 21);
+        let mut y = 0;
+        assert_eq!(tiny::client::double(&Finish(&req, &calls), &mut y), Ok(0));
+        assert_eq!(y, 42);
+        let mut buf = [7u8; 8];
+        assert_eq!(
+            tiny::client::get(&Send(&req), &mut buf, 4),
+            Err(CallError::Transport(115))
+        );
+        assert_eq!(buf, [7; 8]);
+        assert_eq!(tiny::client::get(&Finish(&req, &calls), &mut buf, 4), Ok(4));
+        assert_eq!(buf, [0xab, 0xab, 0xab, 0xab, 7, 7, 7, 7]);
         assert_eq!(calls.get(), 2);
     }
 

@@ -1,0 +1,82 @@
+# zoidfs keeps several reads and writes on the wire (inflight=): transfers
+# that span many small rsize/wsize calls arrive whole and in place in both
+# the direct (cache=none) and the page-cache path (write-back, readahead);
+# a read that meets the end of the file mid-pipeline stops there; appends
+# go one call at a time, in order; zfsx verifies random I/O made of page-
+# sized calls; zoid's client saw the calls in flight together.
+. /zoid/tests/treenet-lib.sh
+unset -f stat
+Z=/sys/kernel/zoid
+ZFS=/sys/kernel/zoidfs
+X=/zfs-pipe-export
+M=/mnt/zfs-pipe
+SIZE=1049000	# 1 MiB and then some: not a whole number of calls
+zdiag() {
+  echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo
+  echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
+  dmesg | grep -i zoidfs | tail -5
+}
+must_fail_mount() { # expected-dmesg-text options
+  if mount -t zoidfs -o "$2" zoidfs $M 2>/dev/null; then
+    echo "mount -o $2 succeeded"; umount $M; return 1
+  fi
+  dmesg | tail -3 | grep -q "$1" || { echo "no '$1' for -o $2:"; dmesg | tail -3; return 1; }
+  ! grep -q " $M " /proc/mounts
+}
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p $X && chmod 1777 $X && echo $X > $Z/export
+fi
+barrier 950
+if [ "$ZOID_ROLE" = cn ]; then
+  mkdir -p $M
+  must_fail_mount "out of range" inflight=0
+  must_fail_mount "out of range" inflight=17
+  dd if=/dev/urandom of=/tmp/zp-src bs=1000 count=$((SIZE / 1000)) 2>/dev/null
+  sum=$(md5sum < /tmp/zp-src)
+  # Three appends of 100000 bytes from the middle of the source.
+  for i in 1 2 3; do dd if=/tmp/zp-src bs=100000 skip=$i count=1 2>/dev/null; done > /tmp/zp-app
+  for mode in none loose; do
+    mount -t zoidfs -o cache=$mode,rsize=16384,wsize=16384,inflight=8 zoidfs $M ||
+      { zdiag; exit 1; }
+    grep " $M zoidfs " /proc/mounts | grep -q "cache=$mode.*inflight=8"
+    D=$M/cn$ZOID_NODE_ID-$mode
+    mkdir $D
+    # One 1 MiB write: 64 calls, 8 on the wire (cache=none); write-back
+    # of 257 dirty pages at fsync (loose).
+    dd if=/tmp/zp-src of=$D/big bs=1M conv=fsync 2>/dev/null || { zdiag; exit 1; }
+    [ "$(stat -c %s $D/big)" = $SIZE ] || { stat -c %s $D/big; zdiag; exit 1; }
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    # One 4 MiB read: the end of the file comes while reads are in flight
+    # (loose: readahead windows of 8 calls).
+    [ "$(dd if=$D/big bs=4M 2>/dev/null | md5sum)" = "$sum" ] || { echo "read back ($mode)"; zdiag; exit 1; }
+    # From an offset that is no call boundary, to the end.
+    dd if=/tmp/zp-src bs=7000 skip=13 2>/dev/null | md5sum > /tmp/zp-want
+    dd if=$D/big bs=7000 skip=13 2>/dev/null | md5sum > /tmp/zp-got
+    cmp /tmp/zp-want /tmp/zp-got || { echo "offset read ($mode)"; exit 1; }
+    # Appends of 7 calls each land in order.
+    : > $D/app
+    for i in 1 2 3; do dd if=/tmp/zp-src bs=100000 skip=$i count=1 2>/dev/null >> $D/app; done
+    cmp /tmp/zp-app $D/app || { echo "appends ($mode)"; zdiag; exit 1; }
+    # Random I/O where every call is a page, 8 in flight.
+    /zoid/bin/zfsx $D/fsx 200 $((ZOID_NODE_ID + 7)) > /tmp/zp-zfsx.out ||
+      { cat /tmp/zp-zfsx.out; echo "zfsx ($mode)"; zdiag; exit 1; }
+    umount $M
+  done
+  peak=$(awk '$1 == "inflight_peak" { print $2 }' $Z/stats)
+  [ "$peak" -ge 8 ] || { echo "inflight_peak $peak"; zdiag; exit 1; }
+  # For the ION: what the files must hold.
+  mount -t zoidfs zoidfs $M
+  echo "$sum" > $M/sum-cn$ZOID_NODE_ID
+  umount $M
+  echo "zoid client: inflight_peak $peak"
+fi
+barrier 951
+if [ "$ZOID_ROLE" = ion ]; then
+  for i in $(seq 1 "$ZOID_CNS"); do
+    for mode in none loose; do
+      [ "$(md5sum < $X/cn$i-$mode/big)" = "$(cat $X/sum-cn$i)" ] ||
+        { echo "cn$i-$mode/big differs on the ION"; exit 1; }
+    done
+  done
+fi
+barrier 952
