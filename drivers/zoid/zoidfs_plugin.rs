@@ -418,6 +418,7 @@ impl zoidfs::Server for Zoidfs {
             let f = o.open(flags).map_err(errno)?;
             let mut pos = offset.max(0);
             let n = f.write(data, Some(&mut pos)).map_err(errno)?;
+            // O_SYNC or O_DSYNC on the CN (one flag: the stronger sync).
             if sync {
                 f.fsync().map_err(errno)?;
             }
@@ -426,10 +427,10 @@ impl zoidfs::Server for Zoidfs {
         })
     }
 
-    fn commit(&self, ctx: &Caller, h: Handle, _datasync: bool) -> CallResult {
+    fn commit(&self, ctx: &Caller, h: Handle, datasync: bool) -> CallResult {
         self.on(ctx, &h, |o| {
             let f = o.open(bindings::O_RDONLY).map_err(errno)?;
-            f.fsync().map_err(errno)?;
+            f.sync(datasync).map_err(errno)?;
             Ok(0)
         })
     }

@@ -81,7 +81,7 @@ extern "C" {
     fn zk_file_read(f: *mut RawFile, buf: *mut u8, n: usize, pos: *mut i64) -> isize;
     fn zk_file_write(f: *mut RawFile, buf: *const u8, n: usize, pos: *mut i64) -> isize;
     fn zk_file_llseek(f: *mut RawFile, off: i64, whence: c_int) -> i64;
-    fn zk_file_fsync(f: *mut RawFile) -> c_int;
+    fn zk_file_fsync(f: *mut RawFile, datasync: c_int) -> c_int;
     fn zk_file_truncate(f: *mut RawFile, len: i64) -> c_int;
     fn zk_file_getattr(f: *mut RawFile, st: *mut Stat) -> c_int;
     fn zk_file_getdents(f: *mut RawFile, buf: *mut u8, size: u32, used: *mut u32) -> c_int;
@@ -316,8 +316,14 @@ impl File {
 
     /// fsync(2).
     pub(crate) fn fsync(&self) -> Result {
+        self.sync(false)
+    }
+
+    /// fsync(2), or fdatasync(2) with `datasync` (the data and what is
+    /// needed to read it back, not every attribute).
+    pub(crate) fn sync(&self, datasync: bool) -> Result {
         // SAFETY: `raw` is live.
-        check(unsafe { zk_file_fsync(self.raw) })
+        check(unsafe { zk_file_fsync(self.raw, c_int::from(datasync)) })
     }
 
     /// ftruncate(2).

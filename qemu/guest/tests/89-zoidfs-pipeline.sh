@@ -3,7 +3,8 @@
 # the direct (cache=none) and the page-cache path (write-back, readahead);
 # a read that meets the end of the file mid-pipeline stops there; appends
 # go one call at a time, in order; zfsx verifies random I/O made of page-
-# sized calls; zoid's client saw the calls in flight together.
+# sized calls; zoid's client saw the calls in flight together; fdatasync
+# and fsync reach the ION.
 . /zoid/tests/treenet-lib.sh
 unset -f stat
 Z=/sys/kernel/zoid
@@ -45,6 +46,10 @@ if [ "$ZOID_ROLE" = cn ]; then
     # of 257 dirty pages at fsync (loose).
     dd if=/tmp/zp-src of=$D/big bs=1M conv=fsync 2>/dev/null || { zdiag; exit 1; }
     [ "$(stat -c %s $D/big)" = $SIZE ] || { stat -c %s $D/big; zdiag; exit 1; }
+    # fdatasync and fsync reach the ION as commits.
+    c0=$(awk '$1 == "commit" { print $2 }' $ZFS/stats)
+    sync -d $D/big && sync $D/big
+    [ "$(awk '$1 == "commit" { print $2 }' $ZFS/stats)" -ge $((c0 + 2)) ] || { zdiag; exit 1; }
     sync; echo 3 > /proc/sys/vm/drop_caches
     # One 4 MiB read: the end of the file comes while reads are in flight
     # (loose: readahead windows of 8 calls).

@@ -196,9 +196,9 @@ s64 zk_file_llseek(struct file *f, s64 off, int whence)
 	return vfs_llseek(f, off, whence);
 }
 
-int zk_file_fsync(struct file *f)
+int zk_file_fsync(struct file *f, int datasync)
 {
-	return vfs_fsync(f, 0);
+	return vfs_fsync(f, datasync);
 }
 
 /* The file behind descriptor @fd of the calling process, open for reading. */

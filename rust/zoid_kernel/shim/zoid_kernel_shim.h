@@ -67,7 +67,7 @@ void zk_file_put(struct file *f);
 ssize_t zk_file_read(struct file *f, void *buf, size_t n, s64 *pos);
 ssize_t zk_file_write(struct file *f, const void *buf, size_t n, s64 *pos);
 s64 zk_file_llseek(struct file *f, s64 off, int whence);
-int zk_file_fsync(struct file *f);
+int zk_file_fsync(struct file *f, int datasync);
 int zk_file_truncate(struct file *f, s64 len);
 int zk_file_getattr(struct file *f, struct zk_stat *st);
 int zk_file_getdents(struct file *f, u8 *buf, u32 size, u32 *used);
