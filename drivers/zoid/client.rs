@@ -23,6 +23,7 @@ use crate::zoid_proto::zoid::wire::{
     FLAG_GROUPS, HEADER_LEN as CALL_HEADER_LEN,
 };
 use crate::CHANNEL;
+use kernel::ffi::c_void;
 use kernel::new_condvar;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -86,6 +87,13 @@ struct ClientState {
     calls: KVec<Arc<PendingCall>>,
 }
 
+/// A plug-in's CN-side handler of upcalls (`zoid_upcall_fn` in
+/// `zoid_client.h`): runs in treenet's engine thread, must not sleep.
+pub(crate) type UpcallFn = unsafe extern "C" fn(function: u16, body: *const c_void, len: usize);
+
+/// Longest upcall body.
+pub(crate) const MAX_UPCALL: usize = 512;
+
 /// The CN client.
 #[pin_data]
 pub(crate) struct Client {
@@ -96,6 +104,9 @@ pub(crate) struct Client {
     state: Mutex<ClientState>,
     #[pin]
     attached: CondVar,
+    /// Upcall handlers by plug-in id.
+    #[pin]
+    upcalls: Mutex<KVec<(u16, UpcallFn)>>,
 }
 
 /// The reply of a call: errno (0 on success) and the marshalled results,
@@ -281,6 +292,7 @@ impl Client {
                 calls: KVec::new(),
             }, "zoid::client"),
             attached <- new_condvar!("zoid::attached"),
+            upcalls <- kernel::new_mutex!(KVec::new(), "zoid::upcalls"),
         }? Error)
     }
 
@@ -329,6 +341,49 @@ impl Client {
             }
             _ => {
                 self.stats.c.malformed.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Sets (`Some`) or removes plug-in `plugin`'s upcall handler.  A
+    /// plug-in has one handler (`EBUSY`); removal waits for a running one.
+    pub(crate) fn set_upcall(&self, plugin: u16, handler: Option<UpcallFn>) -> Result {
+        let mut g = self.upcalls.lock();
+        let at = g.iter().position(|(p, _)| *p == plugin);
+        match (handler, at) {
+            (Some(_), Some(_)) => Err(EBUSY),
+            (Some(f), None) => g.push((plugin, f), GFP_KERNEL).map_err(Into::into),
+            (None, Some(i)) => g.remove(i).map(|_| ()).map_err(|_| ENOENT),
+            (None, None) => Err(ENOENT),
+        }
+    }
+
+    /// Receive path: an upcall from `src`, handed to its plug-in's handler
+    /// if it comes from our ION and is well formed.
+    pub(crate) fn upcall(&self, src: u16, hdr: &CallHeader, msg: &treenet::Message) {
+        let len = hdr.arg_len as usize;
+        let mut body = [0u8; MAX_UPCALL];
+        let ours = self.state.lock().ion == Some(src);
+        if !ours
+            || hdr.flags != 0
+            || len > MAX_UPCALL
+            || msg.len() != CALL_HEADER_LEN + len
+            || msg.read_at(CALL_HEADER_LEN, &mut body[..len]).is_err()
+        {
+            self.stats.c.upcalls_dropped.fetch_add(1, Relaxed);
+            return;
+        }
+        let g = self.upcalls.lock();
+        match g.iter().find(|(p, _)| *p == hdr.plugin) {
+            Some((_, f)) => {
+                self.stats.c.upcalls.fetch_add(1, Relaxed);
+                // SAFETY: the handler was registered through the ABI and
+                // stays valid until removed, which waits for this lock;
+                // `body` holds `len` bytes.
+                unsafe { f(hdr.function, body.as_ptr().cast(), len) };
+            }
+            None => {
+                self.stats.c.upcalls_dropped.fetch_add(1, Relaxed);
             }
         }
     }

@@ -5,14 +5,14 @@
 //! credentials.  A reply crosses the boundary as an opaque, boxed
 //! [`CallReply`] that the consumer reads and frees.
 
-use crate::client::{Args, CallReply, InFlight};
+use crate::client::{Args, CallReply, InFlight, UpcallFn};
 use crate::devzoid;
 use crate::zoid_kernel::cred::Creds;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// `ZOID_CLIENT_ABI`.
-const ZOID_CLIENT_ABI: u32 = 2;
+const ZOID_CLIENT_ABI: u32 = 3;
 
 /// `zoid_client_abi()`.
 #[no_mangle]
@@ -42,6 +42,16 @@ pub(crate) unsafe extern "C" fn zoid_client_ion(
             }
             c_int::from(ion)
         }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `zoid_client_set_upcall()`: sets or (with a null `handler`) removes
+/// plug-in `plugin`'s upcall handler.
+#[no_mangle]
+pub(crate) extern "C" fn zoid_client_set_upcall(plugin: u16, handler: Option<UpcallFn>) -> c_int {
+    match devzoid::client().and_then(|c| c.set_upcall(plugin, handler)) {
+        Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
 }

@@ -189,6 +189,30 @@ pub(crate) fn send_reply(stats: &Stats, dst: u16, msg: &[u8]) -> Result {
     sent
 }
 
+/// Sends plug-in `plugin`'s upcall `function` with `body` to CN `dst`
+/// (zoidfs's recalls), in the priority class: it must not wait behind
+/// bulk data.
+pub(crate) fn send_upcall(dst: u16, plugin: u16, function: u16, body: &[u8]) -> Result {
+    let mut msg = KVec::with_capacity(CALL_HEADER_LEN + body.len(), GFP_KERNEL)?;
+    let mut head = [0u8; CALL_HEADER_LEN];
+    CallHeader {
+        kind: MsgKind::Upcall,
+        flags: 0,
+        plugin,
+        function,
+        tag: 0,
+        pid: 0,
+        uid: 0,
+        gid: 0,
+        arg_len: u32::try_from(body.len()).map_err(|_| E2BIG)?,
+        errno: 0,
+    }
+    .encode(&mut head);
+    msg.extend_from_slice(&head, GFP_KERNEL)?;
+    msg.extend_from_slice(body, GFP_KERNEL)?;
+    treenet::send(CHANNEL, dst, &msg, true)
+}
+
 /// The positive errno of a kernel error (what a reply header carries).
 fn pos(e: Error) -> i32 {
     -e.to_errno()
@@ -315,7 +339,7 @@ impl ServerCore {
                 self.f2cn.receive(src, &hdr, &msg);
             }
             // Answers go to the client and to f2cn's sender directly.
-            MsgKind::Reply | MsgKind::AttachReply | MsgKind::FileAck => {
+            MsgKind::Reply | MsgKind::AttachReply | MsgKind::FileAck | MsgKind::Upcall => {
                 self.stats.c.malformed.fetch_add(1, Relaxed);
             }
         }

@@ -43,6 +43,8 @@ counters! {
         interrupted: "CN: calls abandoned by a fatal signal.",
         resent: "CN: calls sent again after the ION came back (hard mode).",
         inflight_peak: "CN: most calls in flight at once (every caller together).",
+        upcalls: "CN: upcalls from the ION handed to a plug-in's CN side (zoidfs recalls).",
+        upcalls_dropped: "CN: upcalls nobody took (no handler, not from our ION, malformed).",
     }
 }
 

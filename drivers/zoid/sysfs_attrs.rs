@@ -301,7 +301,21 @@ fn store_f2cn(c: &Ctx, input: &[u8]) -> Result {
     Ok(())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 25] = [
+/// `zoidfs_relaxed`: relaxed consistency's counters, then `files_open`
+/// (files some CN has open on a `consistency=relaxed` mount).
+fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let t = &c.zoidfs.relaxed;
+    let mut r = Ok(());
+    t.stats.each(|name, v| {
+        if r.is_ok() {
+            r = writeln!(w, "{name} {}", U64(v));
+        }
+    });
+    r?;
+    writeln!(w, "files_open {}", t.files_open())
+}
+
+pub(crate) static ATTRS: [Attribute<Ctx>; 26] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -324,6 +338,7 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 25] = [
     Attribute::rw(c"idmap", show_idmap, store_idmap),
     Attribute::rw(c"zoidfs_exports", show_zoidfs_exports, store_zoidfs_exports),
     Attribute::ro(c"open_files", show_open_files),
+    Attribute::ro(c"zoidfs_relaxed", show_zoidfs_relaxed),
     Attribute::rw(c"job_script", show_job_script, store_job_script),
     Attribute::ro(c"jobs", show_jobs),
     Attribute::rw(c"f2cn", show_f2cn, store_f2cn),

@@ -26,7 +26,7 @@
 
 #include <linux/types.h>
 
-#define ZOID_CLIENT_ABI 2
+#define ZOID_CLIENT_ABI 3
 
 /* How a call waits for an ION that does not answer. */
 enum zoid_call_mode {
@@ -51,6 +51,22 @@ u32 zoid_client_abi(void);
  * receive the ION's message limits (bytes, headers included).
  */
 int zoid_client_ion(u32 *max_request, u32 *max_reply);
+
+/*
+ * Upcalls: messages a plug-in's ION side sends its CN side (zoidfs's
+ * recalls).  The handler runs in treenet's engine thread with `body`
+ * (`len` bytes, at most 512) valid only during the call: it must not
+ * sleep (copy what it needs and queue work).  Only upcalls from this CN's
+ * ION arrive.
+ */
+typedef void (*zoid_upcall_fn)(u16 function, const void *body, size_t len);
+
+/*
+ * Sets plug-in `plugin`'s upcall handler, or removes it with a NULL `fn`
+ * (waiting for a handler that is running).  0, -EBUSY (the plug-in has
+ * one), -ENOENT (nothing to remove), -ENODEV (zoid is not up).
+ */
+int zoid_client_set_upcall(u16 plugin, zoid_upcall_fn fn);
 
 /*
  * Calls `function` of plug-in `plugin` with marshalled `args` and waits

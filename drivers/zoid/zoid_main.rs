@@ -26,6 +26,7 @@ mod stats;
 mod sysfs_attrs;
 mod unix_plugin;
 mod zoidfs_plugin;
+mod zoidfs_relaxed;
 mod ztest_plugin;
 
 #[path = "../treenet/abi.rs"]
@@ -98,6 +99,7 @@ impl treenet::Handler for Net {
                 self.client.deliver(src, &h, msg);
             }
             Some(h) if h.kind == MsgKind::FileAck => self.f2cn.ack(src, &h, &msg),
+            Some(h) if h.kind == MsgKind::Upcall => self.client.upcall(src, &h, &msg),
             // Malformed messages too: the server counts them.
             _ => self.server.deliver(src, msg),
         }
@@ -152,7 +154,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
     let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
     plugins.register(unix.clone())?;
-    let zoidfs = Arc::pin_init(zoidfs_plugin::Zoidfs::new(unix.clone()), GFP_KERNEL)?;
+    let zoidfs = Arc::pin_init(zoidfs_plugin::Zoidfs::new(unix.clone())?, GFP_KERNEL)?;
     plugins.register(zoidfs.clone())?;
     let job = Arc::pin_init(job_plugin::Job::new(), GFP_KERNEL)?;
     plugins.register(job.clone())?;

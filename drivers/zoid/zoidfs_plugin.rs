@@ -15,16 +15,20 @@
 //! reloads zoid and exports the same directory again.  One whose export is
 //! gone, or that no longer names an object at or below the export's root,
 //! fails with `ESTALE` (see `rust/zoid_kernel/shim/vfs_obj.c`).  Every call
-//! opens what it needs and closes it again (no per-CN state).
+//! opens what it needs and closes it again.  The one per-CN state is
+//! relaxed consistency's table of who has which file open
+//! ([`crate::zoidfs_relaxed`]), fed by `open`, `close` and `recalled`.
 
 use crate::plugin::{declared_plugin, Caller};
 use crate::unix_plugin::{wire_stat, Unix};
+use crate::zoid_kernel::kthread::KThread;
 use crate::zoid_kernel::vfs::{self, CPath, Export, Make, Name, Obj};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{Dirent, Stat};
 use crate::zoid_proto::zoid::plugins::zoidfs::{
     self, rename, setattr, Handle, SetAttr, StatFs, APPEND, MAX_HANDLE,
 };
+use crate::zoidfs_relaxed::OpenTable;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -50,15 +54,23 @@ pub(crate) struct Zoidfs {
     unix: Arc<Unix>,
     #[pin]
     named: Mutex<KVec<Named>>,
+    /// Relaxed consistency: who has which file open.
+    pub(crate) relaxed: Arc<OpenTable>,
+    /// Its recall timer.
+    _recall_timer: KThread<OpenTable>,
 }
 
 impl Zoidfs {
     /// The plug-in, serving `unix`'s export as the default one.
-    pub(crate) fn new(unix: Arc<Unix>) -> impl PinInit<Self> {
-        pin_init!(Self {
+    pub(crate) fn new(unix: Arc<Unix>) -> Result<impl PinInit<Self, Error>> {
+        let relaxed = Arc::pin_init(OpenTable::new()?, GFP_KERNEL)?;
+        let timer = OpenTable::start_timer(&relaxed)?;
+        Ok(try_pin_init!(Self {
             unix,
             named <- kernel::new_mutex!(KVec::new(), "zoid::zoidfs::exports"),
-        })
+            relaxed,
+            _recall_timer: timer,
+        }? Error))
     }
 
     /// The export called `name` (`""`: the default one).
@@ -435,6 +447,20 @@ impl zoidfs::Server for Zoidfs {
         })
     }
 
+    fn open(&self, ctx: &Caller, h: Handle, ino: u64) -> CallResult {
+        // Only handles of a live export are tracked.
+        self.export_of(&h)?;
+        self.relaxed.open(ctx, &h, ino)
+    }
+
+    fn close(&self, ctx: &Caller, h: Handle) -> CallResult {
+        self.relaxed.close(ctx.node, &h)
+    }
+
+    fn recalled(&self, ctx: &Caller, h: Handle, grant: u32) -> CallResult {
+        self.relaxed.recalled(ctx.node, &h, grant)
+    }
+
     fn statfs(&self, ctx: &Caller, h: Handle, st: &mut StatFs) -> CallResult {
         self.on(ctx, &h, |o| {
             let s = o.statfs().map_err(errno)?;
@@ -477,4 +503,8 @@ impl Zoidfs {
     }
 }
 
-declared_plugin!(Zoidfs, zoidfs, {});
+declared_plugin!(Zoidfs, zoidfs, {
+    fn node_gone(&self, node: u16) {
+        self.relaxed.node_gone(node);
+    }
+});

@@ -10,12 +10,16 @@
 
 use crate::call_abi::{self, Mode, Started, ZoidTransport};
 use crate::stats::{Op, STATS};
+use crate::zoid_proto::zoid::marshal::Decoder;
 use crate::zoid_proto::zoid::plugin::CallError;
 use crate::zoid_proto::zoid::plugins::unix::{dirents, Stat};
-use crate::zoid_proto::zoid::plugins::zoidfs::{client, Handle, SetAttr, StatFs, MAX_HANDLE};
+use crate::zoid_proto::zoid::plugins::zoidfs::{
+    client, Handle, Recall, SetAttr, StatFs, MAX_HANDLE, UPCALL_RECALL,
+};
 use core::ffi::c_void;
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
+use kernel::sync::atomic::Relaxed;
 
 /// `struct zoidfs_fh`.
 #[repr(C)]
@@ -876,6 +880,105 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_commit(
         Ok(())
     })();
     r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_open()`: relaxed consistency's first open of a file by this
+/// CN; `*grant` > 0 when the CN may cache it.
+///
+/// # Safety
+///
+/// Every pointer is valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_open(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    ino: u64,
+    grant: *mut u32,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, grant) = unsafe { (&*c, &*fh, &mut *grant) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        let g = Remote::new(c).run(Op::Open, |t| client::open(t, h, ino))?;
+        *grant = u32::try_from(g).map_err(|_| EIO)?;
+        if *grant != 0 {
+            STATS.grants.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_close()`: relaxed consistency's last close.
+///
+/// # Safety
+///
+/// Every pointer is valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_close(c: *const RawConn, fh: *const RawHandle) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh) = unsafe { (&*c, &*fh) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        Remote::new(c).run(Op::Close, |t| client::close(t, h))?;
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_recalled()`: the answer to a recall of `grant`.
+///
+/// # Safety
+///
+/// Every pointer is valid.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_recalled(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    grant: u32,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh) = unsafe { (&*c, &*fh) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        Remote::new(c).run(Op::Recalled, |t| client::recalled(t, h, grant))?;
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_parse_recall()`: decodes upcall `function`'s `body` (a
+/// recall): 0, or `-EPROTO` for anything else and malformed bodies.
+///
+/// # Safety
+///
+/// `body` is valid for `len` reads; the out pointers for one write each.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_parse_recall(
+    function: u16,
+    body: *const c_void,
+    len: usize,
+    fh: *mut RawHandle,
+    ino: *mut u64,
+    grant: *mut u32,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (body, fh, ino, grant) =
+        unsafe { (bytes(body.cast(), len), &mut *fh, &mut *ino, &mut *grant) };
+    let mut d = Decoder::new(body);
+    match d.get::<Recall>() {
+        Ok(r) if function == UPCALL_RECALL && d.finish().is_ok() => {
+            STATS.recalls.fetch_add(1, Relaxed);
+            handle_out(&r.handle, fh);
+            *ino = r.ino;
+            *grant = r.grant;
+            0
+        }
+        _ => {
+            STATS.bad_upcalls.fetch_add(1, Relaxed);
+            EPROTO.to_errno()
+        }
+    }
 }
 
 /// `zoidfs_rs_statfs()`.

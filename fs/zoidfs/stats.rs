@@ -26,6 +26,12 @@ counters! {
         write: "write calls.",
         commit: "commit calls (fsync).",
         statfs: "statfs calls.",
+        open: "open calls (consistency=relaxed: a file's first open on this CN).",
+        close: "close calls (consistency=relaxed: its last close).",
+        recalled: "recalled calls (answers to the ION's recalls).",
+        grants: "Opens granted caching (consistency=relaxed: the file's only CN).",
+        recalls: "Recalls received (another CN opened a file this CN cached).",
+        bad_upcalls: "Upcalls from the ION that did not decode.",
         bytes_read: "Bytes read from the ION.",
         bytes_written: "Bytes written to the ION.",
         errors: "Calls that failed (any errno, the ION's or zoid's).",
@@ -58,6 +64,9 @@ pub(crate) enum Op {
     Write,
     Commit,
     Statfs,
+    Open,
+    Close,
+    Recalled,
 }
 
 const ESTALE: i32 = 116;
@@ -83,6 +92,9 @@ impl Counters {
             Op::Write => &self.write,
             Op::Commit => &self.commit,
             Op::Statfs => &self.statfs,
+            Op::Open => &self.open,
+            Op::Close => &self.close,
+            Op::Recalled => &self.recalled,
         }
     }
 

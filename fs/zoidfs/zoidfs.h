@@ -16,6 +16,7 @@
 
 #define ZOIDFS_MAX_HANDLE 64
 #define ZOIDFS_MAGIC 0x7a6f6964	/* "zoid" */
+#define ZOIDFS_PLUGIN 4		/* the zoidfs plug-in's id on zoid */
 
 /* An ION object handle (opaque, 1..ZOIDFS_MAX_HANDLE bytes). */
 struct zoidfs_fh {
@@ -147,6 +148,18 @@ int zoidfs_rs_commit(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 		     bool datasync);
 int zoidfs_rs_statfs(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 		     struct zoidfs_statfs *st);
+
+/*
+ * consistency=relaxed: the first open on this CN (*grant > 0: the CN may
+ * cache the file until recalled), the last close, the answer to a recall,
+ * and the decoding of a recall upcall (0 or -EPROTO).
+ */
+int zoidfs_rs_open(const struct zoidfs_conn *c, const struct zoidfs_fh *fh, u64 ino,
+		   u32 *grant);
+int zoidfs_rs_close(const struct zoidfs_conn *c, const struct zoidfs_fh *fh);
+int zoidfs_rs_recalled(const struct zoidfs_conn *c, const struct zoidfs_fh *fh, u32 grant);
+int zoidfs_rs_parse_recall(u16 function, const void *body, size_t len, struct zoidfs_fh *fh,
+			   u64 *ino, u32 *grant);
 
 /* Implemented in C (zoidfs_vfs.c), called from the module's init/exit. */
 int zoidfs_register(void);

@@ -18,6 +18,15 @@
  *    are trusted for actimeo seconds.
  *  - loose: as strict, but open trusts cached attributes too.
  * O_DIRECT always goes straight to the ION.  Modelled on fs/9p and fs/nfs.
+ *
+ * consistency=relaxed (with cache=none): ZOID's relaxed model.  A CN's
+ * first open and last close of a file are announced to the ION; the CN
+ * that is the file's only opener gets a grant and caches the file as
+ * cache=loose would (write-back, reads from the page cache) until its
+ * last close or until the ION recalls the grant because another CN opened
+ * the file (an upcall: the holder writes back, drops its pages and
+ * answers; the second open returns only then).  Without a grant, reads
+ * and writes go to the ION as with cache=none.
  */
 #include <linux/backing-dev.h>
 #include <linux/cred.h>
@@ -50,6 +59,14 @@
 #define ZOIDFS_DIR_START 2
 
 enum { Cache_none, Cache_strict, Cache_loose };
+enum { Consistency_serial, Consistency_relaxed };
+
+/* consistency= values. */
+static const struct constant_table zoidfs_consistency_modes[] = {
+	{ "serial", Consistency_serial },
+	{ "relaxed", Consistency_relaxed },
+	{}
+};
 
 /* cache= values, indexed by Cache_*. */
 static const struct constant_table zoidfs_cache_modes[] = {
@@ -62,6 +79,9 @@ static const struct constant_table zoidfs_cache_modes[] = {
 struct zoidfs_sb {
 	struct zoidfs_conn conn;
 	int cache;		/* Cache_* */
+	bool relaxed;		/* consistency=relaxed */
+	struct list_head relaxed_sbs;	/* on zoidfs_relaxed_sbs */
+	struct super_block *sb;
 	unsigned long actimeo;	/* jiffies attributes and dentries hold */
 	struct zoidfs_fh root;
 	u32 ion;
@@ -80,8 +100,22 @@ struct zoidfs_inode {
 	unsigned long attr_time;
 	/* Whose credentials write dirty pages back (the last writer's). */
 	const struct cred *wb_cred;
+	/*
+	 * consistency=relaxed: opens of this file on this CN and the ION's
+	 * grant (0: none; changed under inode_lock too, so a buffered write
+	 * sees it stable), both under open_lock.
+	 */
+	struct mutex open_lock;
+	unsigned int opens;
+	u32 grant;
 	struct inode vfs_inode;
 };
+
+/* Superblocks of consistency=relaxed mounts, where recalls look. */
+static LIST_HEAD(zoidfs_relaxed_sbs);
+static DEFINE_MUTEX(zoidfs_relaxed_lock);
+/* Recalls run here (they write back and call the ION). */
+static struct workqueue_struct *zoidfs_recall_wq;
 
 static struct kmem_cache *zoidfs_inode_cache;
 
@@ -106,6 +140,7 @@ static const struct inode_operations zoidfs_symlink_iops;
 static const struct file_operations zoidfs_dir_fops;
 static const struct file_operations zoidfs_file_fops;
 static const struct file_operations zoidfs_cached_fops;
+static const struct file_operations zoidfs_relaxed_fops;
 static const struct address_space_operations zoidfs_aops;
 static const struct dentry_operations zoidfs_dentry_ops;
 
@@ -221,8 +256,12 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 		break;
 	case S_IFREG:
 		inode->i_op = &zoidfs_file_iops;
-		inode->i_fop = ZSB(sb)->cache == Cache_none ? &zoidfs_file_fops :
-			&zoidfs_cached_fops;
+		if (ZSB(sb)->relaxed)
+			inode->i_fop = &zoidfs_relaxed_fops;
+		else if (ZSB(sb)->cache == Cache_none)
+			inode->i_fop = &zoidfs_file_fops;
+		else
+			inode->i_fop = &zoidfs_cached_fops;
 		inode->i_mapping->a_ops = &zoidfs_aops;
 		break;
 	case S_IFLNK:
@@ -247,6 +286,8 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 	zi->fh.len = 0;
 	zi->attr_time = 0;
 	zi->wb_cred = NULL;
+	zi->opens = 0;
+	zi->grant = 0;
 	return &zi->vfs_inode;
 }
 
@@ -272,6 +313,7 @@ static void zoidfs_inode_init_once(void *p)
 	struct zoidfs_inode *zi = p;
 
 	inode_init_once(&zi->vfs_inode);
+	mutex_init(&zi->open_lock);
 }
 
 /* ---- Names ---- */
@@ -1324,6 +1366,215 @@ static int zoidfs_cached_mmap(struct file *file, struct vm_area_struct *vma)
 	return generic_file_mmap(file, vma);
 }
 
+/* ---- consistency=relaxed ---- */
+
+/* Writes back what this CN cached, keeping errors for fsync and close. */
+static void zoidfs_relaxed_writeback(struct inode *inode)
+{
+	filemap_fdatawrite(inode->i_mapping);
+	filemap_fdatawait_keep_errors(inode->i_mapping);
+}
+
+/* The first open on this CN asks the ION for a grant. */
+static int zoidfs_relaxed_open(struct inode *inode, struct file *file)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+	u32 grant = 0;
+	int err;
+
+	err = zoidfs_open(inode, file);
+	if (err)
+		return err;
+	mutex_lock(&zi->open_lock);
+	if (!zi->opens) {
+		err = zoidfs_rs_open(zconn(inode), &zi->fh, inode->i_ino, &grant);
+		if (!err && grant) {
+			/* Ours alone from now on: start from the ION's data. */
+			err = zoidfs_revalidate(inode, true);
+			if (!err && !zoidfs_has_dirty(inode))
+				invalidate_mapping_pages(inode->i_mapping, 0, -1);
+			if (err)
+				zoidfs_rs_close(zconn(inode), &zi->fh);
+		}
+		if (err)
+			goto out;
+		inode_lock(inode);
+		WRITE_ONCE(zi->grant, grant);
+		inode_unlock(inode);
+	}
+	zi->opens++;
+out:
+	mutex_unlock(&zi->open_lock);
+	return err;
+}
+
+/* The last close on this CN writes back and gives the grant up. */
+static int zoidfs_relaxed_release(struct inode *inode, struct file *file)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+
+	mutex_lock(&zi->open_lock);
+	if (!WARN_ON_ONCE(!zi->opens) && !--zi->opens) {
+		if (zi->grant) {
+			zoidfs_relaxed_writeback(inode);
+			inode_lock(inode);
+			WRITE_ONCE(zi->grant, 0);
+			inode_unlock(inode);
+		}
+		/* Failure (an ION gone) leaves the ION to forget us. */
+		zoidfs_rs_close(zconn(inode), &zi->fh);
+	}
+	mutex_unlock(&zi->open_lock);
+	return 0;
+}
+
+/* The ION recalls `grant`: write back, stop caching, drop the pages. */
+static void zoidfs_relaxed_recall(struct inode *inode, u32 grant)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+
+	mutex_lock(&zi->open_lock);
+	if (zi->grant && zi->grant == grant) {
+		inode_lock(inode);
+		WRITE_ONCE(zi->grant, 0);
+		inode_unlock(inode);
+		zoidfs_relaxed_writeback(inode);
+		invalidate_inode_pages2(inode->i_mapping);
+	}
+	mutex_unlock(&zi->open_lock);
+}
+
+struct zoidfs_recall {
+	struct work_struct work;
+	struct zoidfs_fh fh;
+	u64 ino;
+	u32 grant;
+};
+
+static void zoidfs_recall_work(struct work_struct *work)
+{
+	struct zoidfs_recall *r = container_of(work, struct zoidfs_recall, work);
+	static const struct zoidfs_conn any = { .timeout_ms = 0, .mode = ZOID_CALL_DEFAULT };
+	struct zoidfs_conn conn = any;
+	struct super_block **sbs = NULL;
+	struct zoidfs_sb *sbi;
+	unsigned int n = 0, i;
+
+	/*
+	 * The relaxed mounts, each kept alive by an active reference (as NFS
+	 * callbacks do), so that recalls run in parallel and none holds the
+	 * list while it writes back.
+	 */
+	mutex_lock(&zoidfs_relaxed_lock);
+	list_for_each_entry(sbi, &zoidfs_relaxed_sbs, relaxed_sbs)
+		n++;
+	if (n)
+		sbs = kmalloc_array(n, sizeof(*sbs), GFP_KERNEL);
+	n = 0;
+	if (sbs) {
+		list_for_each_entry(sbi, &zoidfs_relaxed_sbs, relaxed_sbs)
+			if (atomic_inc_not_zero(&sbi->sb->s_active))
+				sbs[n++] = sbi->sb;
+	}
+	mutex_unlock(&zoidfs_relaxed_lock);
+	for (i = 0; i < n; i++) {
+		struct inode *inode = ilookup5(sbs[i], r->ino, zoidfs_test, &r->fh);
+
+		if (inode) {
+			zoidfs_relaxed_recall(inode, r->grant);
+			conn = ZSB(sbs[i])->conn;
+			iput(inode);
+		}
+		deactivate_super(sbs[i]);
+	}
+	kfree(sbs);
+	/* Answered even when nothing here holds it any more. */
+	zoidfs_rs_recalled(&conn, &r->fh, r->grant);
+	kfree(r);
+}
+
+/* zoid's upcall handler (treenet's engine thread: no sleeping here). */
+static void zoidfs_upcall(u16 function, const void *body, size_t len)
+{
+	struct zoidfs_recall *r = kmalloc(sizeof(*r), GFP_NOWAIT | __GFP_NOWARN);
+
+	if (!r) {
+		pr_warn_ratelimited("zoidfs: no memory for a recall; the ION will time it out\n");
+		return;
+	}
+	if (zoidfs_rs_parse_recall(function, body, len, &r->fh, &r->ino, &r->grant)) {
+		kfree(r);
+		return;
+	}
+	INIT_WORK(&r->work, zoidfs_recall_work);
+	queue_work(zoidfs_recall_wq, &r->work);
+}
+
+/*
+ * close: with a grant, only the last reference of this open file writes
+ * back (a dup closed by a child, as `cmd >&3` does, does not); the
+ * release of the last open on this CN writes back the rest.
+ */
+static int zoidfs_relaxed_flush(struct file *file, fl_owner_t id)
+{
+	if (READ_ONCE(ZI(file_inode(file))->grant) && file_count(file) > 1)
+		return 0;
+	return zoidfs_cached_flush(file, id);
+}
+
+static ssize_t zoidfs_relaxed_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	if (READ_ONCE(ZI(file_inode(iocb->ki_filp))->grant))
+		return zoidfs_cached_read_iter(iocb, to);
+	return zoidfs_read_iter(iocb, to);
+}
+
+/*
+ * The grant is checked under inode_lock, which a recall takes to clear
+ * it: no buffered write lands in the page cache after a recall.
+ */
+static ssize_t zoidfs_relaxed_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	ssize_t n;
+
+	if (iocb->ki_flags & IOCB_DIRECT)
+		return zoidfs_cached_write_iter(iocb, from);
+	inode_lock(inode);
+	if (!ZI(inode)->grant) {
+		inode_unlock(inode);
+		return zoidfs_write_iter(iocb, from);
+	}
+	zoidfs_note_writer(inode);
+	if ((iocb->ki_flags & IOCB_APPEND) && !zoidfs_has_dirty(inode)) {
+		n = zoidfs_revalidate(inode, true);
+		if (n)
+			goto out;
+	}
+	n = generic_write_checks(iocb, from);
+	if (n > 0)
+		n = __generic_file_write_iter(iocb, from);
+out:
+	inode_unlock(inode);
+	if (n > 0)
+		n = generic_write_sync(iocb, n);
+	return n;
+}
+
+static const struct file_operations zoidfs_relaxed_fops = {
+	.owner = THIS_MODULE,
+	.open = zoidfs_relaxed_open,
+	.release = zoidfs_relaxed_release,
+	.flush = zoidfs_relaxed_flush,
+	.llseek = generic_file_llseek,
+	.read_iter = zoidfs_relaxed_read_iter,
+	.write_iter = zoidfs_relaxed_write_iter,
+	.mmap = zoidfs_cached_mmap,
+	.fsync = zoidfs_cached_fsync,
+	.splice_read = copy_splice_read,
+	.splice_write = iter_file_splice_write,
+};
+
 /*
  * cache=none: read and write go to the ION; mmap is the one user of the
  * page cache (its dirty pages are written back at msync, close and fsync,
@@ -1425,6 +1676,8 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	if (sbi->export && *sbi->export)
 		seq_show_option(m, "export", sbi->export);
 	seq_printf(m, ",cache=%s", zoidfs_cache_modes[sbi->cache].name);
+	if (sbi->relaxed)
+		seq_puts(m, ",consistency=relaxed");
 	if (sbi->cache != Cache_none)
 		seq_printf(m, ",actimeo=%lu", sbi->actimeo / HZ);
 	seq_printf(m, ",%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u,inflight=%u",
@@ -1444,7 +1697,7 @@ static const struct super_operations zoidfs_sops = {
 /* ---- Mounting ---- */
 
 enum { Opt_ion, Opt_export, Opt_cache, Opt_actimeo, Opt_timeo, Opt_retrans, Opt_soft,
-	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight };
+	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight, Opt_consistency };
 
 static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("ion", Opt_ion),
@@ -1458,6 +1711,7 @@ static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("rsize", Opt_rsize),
 	fsparam_u32("wsize", Opt_wsize),
 	fsparam_u32("inflight", Opt_inflight),
+	fsparam_enum("consistency", Opt_consistency, zoidfs_consistency_modes),
 	{}
 };
 
@@ -1472,6 +1726,7 @@ struct zoidfs_ctx {
 	u32 rsize;
 	u32 wsize;
 	u32 inflight;
+	int consistency;
 	bool hard;
 };
 
@@ -1499,6 +1754,9 @@ static int zoidfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case Opt_cache:
 		ctx->cache = result.uint_32;
+		break;
+	case Opt_consistency:
+		ctx->consistency = result.uint_32;
 		break;
 	case Opt_actimeo:
 		if (result.uint_32 > 3600)
@@ -1564,11 +1822,16 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	const char *export;
 	int err;
 
+	if (ctx->consistency == Consistency_relaxed && ctx->cache != Cache_none)
+		return invalfc(fc, "consistency=relaxed decides caching per file: use it with cache=none");
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
 	sb->s_fs_info = sbi;
+	INIT_LIST_HEAD(&sbi->relaxed_sbs);
+	sbi->sb = sb;
 	sbi->cache = ctx->cache;
+	sbi->relaxed = ctx->consistency == Consistency_relaxed;
 	sbi->actimeo = (unsigned long)ctx->actimeo * HZ;
 	sbi->timeo = ctx->timeo;
 	sbi->retrans = ctx->retrans;
@@ -1621,8 +1884,14 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return -ENOMEM;
-	pr_info("zoidfs: mounted export \"%s\" of ION %u (cache=%s, rsize %u, wsize %u, inflight %u, %s)\n",
-		export, ion, zoidfs_cache_modes[sbi->cache].name, sbi->rsize, sbi->wsize,
+	if (sbi->relaxed) {
+		mutex_lock(&zoidfs_relaxed_lock);
+		list_add(&sbi->relaxed_sbs, &zoidfs_relaxed_sbs);
+		mutex_unlock(&zoidfs_relaxed_lock);
+	}
+	pr_info("zoidfs: mounted export \"%s\" of ION %u (cache=%s%s, rsize %u, wsize %u, inflight %u, %s)\n",
+		export, ion, zoidfs_cache_modes[sbi->cache].name,
+		sbi->relaxed ? ", consistency=relaxed" : "", sbi->rsize, sbi->wsize,
 		sbi->inflight, sbi->hard ? "hard" : "soft");
 	return 0;
 }
@@ -1670,6 +1939,12 @@ static void zoidfs_kill_sb(struct super_block *sb)
 {
 	struct zoidfs_sb *sbi = ZSB(sb);
 
+	/* Off the recall list (recalls hold active references, not this). */
+	if (sbi && !list_empty(&sbi->relaxed_sbs)) {
+		mutex_lock(&zoidfs_relaxed_lock);
+		list_del_init(&sbi->relaxed_sbs);
+		mutex_unlock(&zoidfs_relaxed_lock);
+	}
 	kill_anon_super(sb);
 	if (sbi) {
 		kfree(sbi->export);
@@ -1695,15 +1970,32 @@ int zoidfs_register(void)
 					       zoidfs_inode_init_once);
 	if (!zoidfs_inode_cache)
 		return -ENOMEM;
+	zoidfs_recall_wq = alloc_workqueue("zoidfs_recall", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!zoidfs_recall_wq) {
+		err = -ENOMEM;
+		goto out_cache;
+	}
+	err = zoid_client_set_upcall(ZOIDFS_PLUGIN, zoidfs_upcall);
+	if (err) {
+		pr_err("zoidfs: cannot take zoid's upcalls (%d)\n", err);
+		goto out_wq;
+	}
 	err = register_filesystem(&zoidfs_fs_type);
-	if (err)
-		kmem_cache_destroy(zoidfs_inode_cache);
+	if (!err)
+		return 0;
+	zoid_client_set_upcall(ZOIDFS_PLUGIN, NULL);
+out_wq:
+	destroy_workqueue(zoidfs_recall_wq);
+out_cache:
+	kmem_cache_destroy(zoidfs_inode_cache);
 	return err;
 }
 
 void zoidfs_unregister(void)
 {
 	unregister_filesystem(&zoidfs_fs_type);
+	zoid_client_set_upcall(ZOIDFS_PLUGIN, NULL);
+	destroy_workqueue(zoidfs_recall_wq);
 	/* Inodes are freed after an RCU grace period. */
 	rcu_barrier();
 	kmem_cache_destroy(zoidfs_inode_cache);

@@ -14,7 +14,7 @@ use zoid_proto::zoid::plugin::{
 };
 use zoid_proto::zoid::plugins::unix::{dirents, Dirent, Stat, DT_DIR, DT_LNK, DT_REG};
 use zoid_proto::zoid::plugins::zoidfs::{
-    self, client, rename, setattr, Handle, SetAttr, StatFs, MAX_HANDLE,
+    self, client, relaxed, rename, setattr, Handle, Recall, SetAttr, StatFs, MAX_HANDLE,
 };
 
 const ENOENT: i32 = 2;
@@ -413,6 +413,18 @@ impl zoidfs::Server for Srv {
         self.0.borrow().resolve(&h).map(|_| 0)
     }
 
+    fn open(&self, (): &(), h: Handle, _ino: u64) -> CallResult {
+        self.0.borrow().resolve(&h).map(|_| 1)
+    }
+
+    fn close(&self, (): &(), h: Handle) -> CallResult {
+        self.0.borrow().resolve(&h).map(|_| 0)
+    }
+
+    fn recalled(&self, (): &(), _h: Handle, _grant: u32) -> CallResult {
+        Ok(0)
+    }
+
     fn statfs(&self, (): &(), h: Handle, st: &mut StatFs) -> CallResult {
         let m = self.0.borrow();
         m.resolve(&h)?;
@@ -472,7 +484,10 @@ fn root(t: &Direct) -> Handle {
 #[test]
 fn declaration() {
     assert_eq!((zoidfs::ID, zoidfs::NAME), (4, "zoidfs"));
-    assert_eq!(zoidfs::FUNCTIONS.len(), 16);
+    assert_eq!(zoidfs::FUNCTIONS.len(), 19);
+    assert_eq!(zoidfs::function_name(17), Some("open"));
+    assert_eq!(zoidfs::function_name(19), Some("recalled"));
+    assert_eq!(Recall::SIZE, Handle::SIZE + 8 + 4);
     assert_eq!(zoidfs::function_name(12), Some("readdir"));
     assert_eq!(Handle::SIZE, 1 + MAX_HANDLE);
     assert_eq!(SetAttr::SIZE, 4 * 4 + 8 * 3 + 4 * 2);
@@ -480,6 +495,8 @@ fn declaration() {
     // Deferred answers fit the calls that return `ret` alone.
     assert!(zoidfs::reply_is_ret_only(zoidfs::func::remove));
     assert!(zoidfs::reply_is_ret_only(zoidfs::func::commit));
+    // open waits for recalls: the ION defers its answer.
+    assert!(zoidfs::reply_is_ret_only(zoidfs::func::open));
     assert!(!zoidfs::reply_is_ret_only(zoidfs::func::lookup));
 }
 
@@ -692,5 +709,116 @@ proptest! {
         Encoder::new(&mut buf).put(&h).unwrap();
         let back = Decoder::new(&buf).get::<Handle>().unwrap();
         prop_assert_eq!(back.as_bytes(), &bytes[..]);
+    }
+}
+
+#[test]
+fn recall_bodies_round_trip() {
+    let r = Recall {
+        handle: Handle::new(&[9, 8, 7]).unwrap(),
+        ino: 1 << 40,
+        grant: 77,
+    };
+    let mut buf = [0u8; Recall::SIZE];
+    r.put(&mut Encoder::new(&mut buf)).unwrap();
+    let mut d = Decoder::new(&buf);
+    assert_eq!(Recall::get(&mut d).unwrap(), r);
+    d.finish().unwrap();
+    // A handle with garbage past its length is refused.
+    buf[5] = 1;
+    assert!(Recall::get(&mut Decoder::new(&buf)).is_err());
+}
+
+#[test]
+fn relaxed_grants_the_only_opener_and_recalls_it_for_a_second() {
+    use relaxed::{admit, pending, recalled, Admit, Opener};
+    let mut sent = Vec::new();
+    let mut files = vec![Opener::new(1)];
+    // CN 1 alone: it may cache.
+    assert_eq!(
+        admit(&mut files, 1, 5, |n, g| sent.push((n, g))),
+        Admit::Grant(5)
+    );
+    assert!(sent.is_empty());
+    // CN 2 opens: CN 1's grant is recalled, CN 2 waits, nobody caches.
+    files.push(Opener::new(2));
+    assert_eq!(
+        admit(&mut files, 2, 6, |n, g| sent.push((n, g))),
+        Admit::Shared { wait: true }
+    );
+    assert_eq!(sent, [(1, 5)]);
+    assert!(files.iter().all(|o| o.grant == 0));
+    // A stale or foreign answer changes nothing; CN 1's answer frees CN 2.
+    assert!(!recalled(&mut files, 1, 4));
+    assert!(!recalled(&mut files, 2, 5));
+    assert!(pending(&files));
+    assert!(recalled(&mut files, 1, 5));
+    assert!(!pending(&files));
+    // CN 3 opens too: nothing to recall, no wait.
+    files.push(Opener::new(3));
+    sent.clear();
+    assert_eq!(
+        admit(&mut files, 3, 7, |n, g| sent.push((n, g))),
+        Admit::Shared { wait: false }
+    );
+    assert!(sent.is_empty());
+}
+
+#[test]
+fn relaxed_closing_holder_ends_its_recall() {
+    use relaxed::{abandon, admit, pending, Admit, Opener};
+    let mut files = vec![Opener::new(1)];
+    assert_eq!(admit(&mut files, 1, 1, |_, _| {}), Admit::Grant(1));
+    files.push(Opener::new(2));
+    assert_eq!(
+        admit(&mut files, 2, 2, |_, _| {}),
+        Admit::Shared { wait: true }
+    );
+    // CN 1 closes (its entry goes) before answering: nothing is pending.
+    files.retain(|o| o.node != 1);
+    assert!(!pending(&files));
+    // CN 2, alone again, is granted at its next first open.
+    assert_eq!(admit(&mut files, 2, 3, |_, _| {}), Admit::Grant(3));
+    // A holder that never answers is given up on.
+    files.push(Opener::new(4));
+    assert_eq!(
+        admit(&mut files, 4, 4, |_, _| {}),
+        Admit::Shared { wait: true }
+    );
+    assert_eq!(abandon(&mut files), 1);
+    assert!(!pending(&files));
+    assert_eq!(relaxed::next_grant(u32::MAX), 1);
+}
+
+proptest! {
+    /// Whatever CNs open, close and answer, at most one CN holds a grant,
+    /// and only while it is the file's only opener.
+    #[test]
+    fn relaxed_never_grants_two_cns(ops in proptest::collection::vec((0u8..3, 1u16..5), 0..60)) {
+        use relaxed::{admit, next_grant, recalled, Opener};
+        let mut files: Vec<Opener> = Vec::new();
+        let mut last = 0;
+        let mut outstanding: Vec<(u16, u32)> = Vec::new();
+        for (op, node) in ops {
+            match op {
+                0 if !files.iter().any(|o| o.node == node) => {
+                    files.push(Opener::new(node));
+                    last = next_grant(last);
+                    admit(&mut files, node, last, |n, g| outstanding.push((n, g)));
+                }
+                1 => files.retain(|o| o.node != node),
+                _ => {
+                    if let Some(i) = outstanding.iter().position(|&(n, _)| n == node) {
+                        let (n, g) = outstanding.remove(i);
+                        recalled(&mut files, n, g);
+                    }
+                }
+            }
+            let holders = files.iter().filter(|o| o.grant != 0).count();
+            prop_assert!(holders <= 1);
+            if holders == 1 {
+                prop_assert_eq!(files.len(), 1);
+            }
+        }
     }
 }

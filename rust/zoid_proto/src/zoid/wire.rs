@@ -36,6 +36,7 @@
 //! | `Cancel`      | CN -> ION | the tag of the call to cancel, `u32`  |
 //! | `FileBegin`, `FileData`, `FileCommit`, `FileAbort` | ION -> CNs | file broadcast ([`super::f2cn`]; `tag`: transfer id) |
 //! | `FileAck`     | CN -> ION | [`super::f2cn::Ack`] (`errno`: result) |
+//! | `Upcall`      | ION -> CN | the plug-in's body for `function` (zoidfs: [`super::plugins::zoidfs::Recall`]) |
 //!
 //! `tag` is chosen by the CN and echoed in the reply; `plugin` and
 //! `function` are echoed too.  `pid`, `uid`, `gid` (and the groups) are the
@@ -90,6 +91,9 @@ pub enum MsgKind {
     FileAbort = 11,
     /// f2cn: a CN's answer ([`super::f2cn::Ack`]).
     FileAck = 12,
+    /// A plug-in's message from the ION to its CN side (`plugin`,
+    /// `function`: what it is; zoidfs's recalls).  Nobody answers it.
+    Upcall = 13,
 }
 
 impl MsgKind {
@@ -108,6 +112,7 @@ impl MsgKind {
             10 => Self::FileCommit,
             11 => Self::FileAbort,
             12 => Self::FileAck,
+            13 => Self::Upcall,
             _ => return None,
         })
     }

@@ -13,7 +13,7 @@
 use std::cell::{Cell, RefCell};
 use zoid_proto::zoid::errno;
 use zoid_proto::zoid::f2cn;
-use zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError};
+use zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError, Wire};
 use zoid_proto::zoid::plugin::{
     decode_reply_args, encode_args, measure_args, out_len, CallError, CallResult, DispatchError,
     Reply, Transport,
@@ -713,6 +713,21 @@ impl zoidfs::Server for Dummy {
         outcome(seed_of(&h) + i64::from(datasync))
     }
 
+    fn open(&self, ctx: &Rec, h: Handle, ino: u64) -> CallResult {
+        ctx.ran(Box::new(move |t| zoidfs::client::open(t, h, ino)));
+        outcome(seed_of(&h) ^ ino as i64)
+    }
+
+    fn close(&self, ctx: &Rec, h: Handle) -> CallResult {
+        ctx.ran(Box::new(move |t| zoidfs::client::close(t, h)));
+        outcome(seed_of(&h))
+    }
+
+    fn recalled(&self, ctx: &Rec, h: Handle, grant: u32) -> CallResult {
+        ctx.ran(Box::new(move |t| zoidfs::client::recalled(t, h, grant)));
+        outcome(seed_of(&h) + i64::from(grant))
+    }
+
     fn statfs(&self, ctx: &Rec, h: Handle, st: &mut StatFs) -> CallResult {
         let seed = seed_of(&h);
         let s = seed as u64;
@@ -1056,6 +1071,17 @@ fn message(stats: &mut ZoidStats, msg: &[u8], reply_size: usize) {
             let mut d = Decoder::new(args);
             if d.get::<f2cn::Ack>().is_ok() {
                 stats.f2cn_ok += 1;
+            }
+        }
+        MsgKind::Upcall => {
+            // zoidfs's recall, as a CN decodes it.
+            let mut d = Decoder::new(args);
+            if let Ok(r) = d.get::<zoidfs::Recall>() {
+                if d.finish().is_ok() {
+                    let mut buf = [0u8; zoidfs::Recall::SIZE];
+                    Encoder::new(&mut buf).put(&r).unwrap();
+                    assert_eq!(buf[..], args[..]);
+                }
             }
         }
     }

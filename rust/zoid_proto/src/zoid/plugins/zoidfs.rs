@@ -18,6 +18,14 @@
 //!   calls as long as it keeps them stable).
 //! * Every call runs with the caller's credentials, mapped and squashed as
 //!   for `unix` (`/sys/kernel/zoid/idmap`, `root_squash`).
+//! * Relaxed consistency (ZOID's model, mount option `consistency=relaxed`):
+//!   a CN announces its first open of a file with `open` and its last
+//!   close with `close`.  The CN that is the file's only opener gets a
+//!   grant and may cache it (write-back, reads from its page cache); when
+//!   another CN opens the file the ION sends the holder a [`Recall`]
+//!   ([`UPCALL_RECALL`], an upcall), the holder writes its dirty data
+//!   back, drops its cache and answers with `recalled`, and only then does
+//!   the second open return.  [`relaxed`] is the ION's bookkeeping.
 //!
 //! [`Stat`]: super::unix::Stat
 //! [`Dirent`]: super::unix::Dirent
@@ -177,6 +185,23 @@ wire_struct! {
     }
 }
 
+wire_struct! {
+    zoid = super::super;
+    /// The body of a [`UPCALL_RECALL`] upcall: stop caching `handle`.
+    pub struct Recall {
+        /// The file.
+        pub handle: Handle,
+        /// The inode number the CN gave in `open` (it finds its inode by it).
+        pub ino: u64,
+        /// The grant recalled (a CN ignores a recall of an older grant,
+        /// but still answers it).
+        pub grant: u32,
+    }
+}
+
+/// Upcall function (ION -> CN, plug-in 4): a [`Recall`].
+pub const UPCALL_RECALL: u16 = 1;
+
 /// `write`'s `offset` for an append at the ION's end of file.
 pub const APPEND: i64 = -1;
 
@@ -258,4 +283,125 @@ zoid_plugin! {
 
     /// Statistics of the filesystem holding `h`.  Returns 0.
     fn statfs(h: in Handle, st: out StatFs) = 16;
+
+    /// Relaxed consistency: the CN opened `h` (its first open; `ino` is
+    /// the inode number it knows the file by).  Returns the grant: > 0
+    /// when the CN may cache the file until recalled or closed, 0 when
+    /// another CN has it open (reads and writes go to the ION).  Waits
+    /// until every other CN's grant on the file has been recalled.
+    fn open(h: in Handle, ino: in u64) = 17;
+
+    /// Relaxed consistency: the CN's last open of `h` closed (dirty data
+    /// written back first); its grant ends.  Returns 0.
+    fn close(h: in Handle) = 18;
+
+    /// Relaxed consistency: the CN answers a [`Recall`] of `grant` on `h`
+    /// (its dirty data is on the ION, its cache dropped).  Returns 0.
+    fn recalled(h: in Handle, grant: in u32) = 19;
+}
+
+/// The ION's bookkeeping for relaxed consistency, per file: which CNs
+/// have it open, which one may cache it, which recalls are outstanding.
+/// The caller keeps one slice of [`Opener`]s per open file and the calls
+/// waiting for recalls; these functions decide.
+pub mod relaxed {
+    /// One CN's state for one file.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Opener {
+        /// The CN.
+        pub node: u16,
+        /// Its grant (> 0: it may cache the file), 0 without one.
+        pub grant: u32,
+        /// A recalled grant not answered yet, 0 if none.
+        pub recalling: u32,
+    }
+
+    impl Opener {
+        /// A CN that just opened the file (no grant yet).
+        pub const fn new(node: u16) -> Self {
+            Self {
+                node,
+                grant: 0,
+                recalling: 0,
+            }
+        }
+    }
+
+    /// What `open` answers.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Admit {
+        /// The only opener: it may cache, under this grant.
+        Grant(u32),
+        /// Shared: no caching; `wait` while recalls are outstanding.
+        Shared {
+            /// Whether the answer waits for recalls ([`pending`]).
+            wait: bool,
+        },
+    }
+
+    /// The next grant number after `last` (never 0).
+    pub fn next_grant(last: u32) -> u32 {
+        last.wrapping_add(1).max(1)
+    }
+
+    /// `node` opened the file (its entry is in `openers`): grants it
+    /// `grant` when it is the only opener; otherwise every other CN's
+    /// grant is recalled (`recall(node, grant)` for each) and nobody
+    /// caches.
+    pub fn admit(
+        openers: &mut [Opener],
+        node: u16,
+        grant: u32,
+        mut recall: impl FnMut(u16, u32),
+    ) -> Admit {
+        if openers.iter().all(|o| o.node == node) {
+            for o in openers.iter_mut() {
+                o.grant = grant;
+            }
+            return Admit::Grant(grant);
+        }
+        for o in openers.iter_mut() {
+            if o.grant != 0 {
+                if o.node != node {
+                    recall(o.node, o.grant);
+                    o.recalling = o.grant;
+                }
+                o.grant = 0;
+            }
+        }
+        Admit::Shared {
+            wait: pending(openers),
+        }
+    }
+
+    /// `node` answered the recall of `grant`.  Returns whether it was
+    /// the outstanding one.
+    pub fn recalled(openers: &mut [Opener], node: u16, grant: u32) -> bool {
+        match openers
+            .iter_mut()
+            .find(|o| o.node == node && o.recalling == grant && grant != 0)
+        {
+            Some(o) => {
+                o.recalling = 0;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether a recall is outstanding (opens wait until none is).
+    pub fn pending(openers: &[Opener]) -> bool {
+        openers.iter().any(|o| o.recalling != 0)
+    }
+
+    /// Gives up on outstanding recalls (the holder did not answer in
+    /// time); returns how many there were.
+    pub fn abandon(openers: &mut [Opener]) -> usize {
+        let mut n = 0;
+        for o in openers.iter_mut().filter(|o| o.recalling != 0) {
+            o.recalling = 0;
+            n += 1;
+        }
+        n
+    }
 }

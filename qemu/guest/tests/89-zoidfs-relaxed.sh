@@ -1,0 +1,126 @@
+# zoidfs consistency=relaxed (ZOID's model): a file one CN has open is
+# cached there (its writes stay in the page cache until close); when a
+# second CN opens it, the ION recalls the first CN's grant, the dirty data
+# reaches the ION before the second open returns, and from then on both
+# CNs read and write through the ION (each sees the other's writes at
+# once).  Bad option combinations are refused.  With one CN only the
+# single-opener part runs.
+. /zoid/tests/treenet-lib.sh
+unset -f stat
+Z=/sys/kernel/zoid
+ZFS=/sys/kernel/zoidfs
+X=/zfs-rel-export
+M=/mnt/zfs-rel
+zst() { awk -v n="$1" '$1 == n { print $2 }' $ZFS/stats; }
+zrel() { awk -v n="$1" '$1 == n { print $2 }' $Z/zoidfs_relaxed; }
+zdiag() {
+  echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo
+  echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
+  echo "--- zoidfs_relaxed"; tr '\n' ' ' < $Z/zoidfs_relaxed; echo
+  dmesg | grep -i zoidfs | tail -5
+}
+must_fail_mount() { # expected-dmesg-text options
+  if mount -t zoidfs -o "$2" zoidfs $M 2>/dev/null; then
+    echo "mount -o $2 succeeded"; umount $M; return 1
+  fi
+  dmesg | tail -3 | grep -q "$1" || { echo "no '$1' for -o $2:"; dmesg | tail -3; return 1; }
+  ! grep -q " $M " /proc/mounts
+}
+fail() { echo "$*"; zdiag; exit 1; }
+if [ "$ZOID_CNS" -ge 2 ]; then two=true; else two=false; fi
+
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p $X && chmod 1777 $X && echo $X > $Z/export
+  t0=$(zrel recall_timeouts)
+fi
+barrier 960
+if [ "$ZOID_ROLE" = cn ]; then
+  mkdir -p $M
+  must_fail_mount "use it with cache=none" consistency=relaxed,cache=loose
+  must_fail_mount "consistency" consistency=eventual
+  mount -t zoidfs -o consistency=relaxed zoidfs $M || fail "mount"
+  grep " $M zoidfs " /proc/mounts | grep -q "cache=none,consistency=relaxed" ||
+    fail "options: $(grep " $M " /proc/mounts)"
+  dd if=/dev/urandom of=/tmp/zr-a bs=4096 count=16 2>/dev/null
+  dd if=/dev/urandom of=/tmp/zr-b bs=4096 count=16 2>/dev/null
+  # Alone with its file: granted, the writes wait in the page cache, the
+  # close writes them back.
+  F=$M/own-$ZOID_NODE_ID
+  g0=$(zst grants); w0=$(zst write)
+  exec 3>$F
+  cat /tmp/zr-a >&3
+  [ "$(zst grants)" = $((g0 + 1)) ] || fail "no grant for a file only this CN opened"
+  [ "$(zst write)" = "$w0" ] || fail "granted writes went to the ION at once"
+  [ "$(md5sum < $F)" = "$(md5sum < /tmp/zr-a)" ] || fail "own cached data"
+  exec 3>&-
+  [ "$(zst write)" -gt "$w0" ] || fail "close wrote nothing back"
+  md5sum < /tmp/zr-a > $F.md5
+fi
+barrier 961
+if [ "$ZOID_ROLE" = ion ]; then
+  for i in $(seq 1 "$ZOID_CNS"); do
+    [ "$(md5sum < $X/own-$i)" = "$(cat $X/own-$i.md5)" ] || fail "own-$i differs on the ION"
+  done
+  [ "$(zrel files_open)" = 0 ] || fail "files left open"
+fi
+barrier 970
+if $two && [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 1 ]; then
+  # CN 1 holds the shared file with dirty data in its cache (what CN 2
+  # must read is in .md5 files: each CN's data is its own random).
+  md5sum < /tmp/zr-a > $M/shared-a.md5
+  cat /tmp/zr-a /tmp/zr-b | md5sum > $M/shared-ab.md5
+  r0=$(zst recalls)
+  exec 3>$M/shared
+  cat /tmp/zr-a >&3
+fi
+barrier 962
+if $two && [ "$ZOID_ROLE" = ion ]; then
+  [ "$(stat -c %s $X/shared)" = 0 ] || fail "CN 1's cached writes reached the ION early"
+fi
+barrier 963
+if $two && [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 2 ]; then
+  # CN 2's open recalls CN 1's grant: CN 1's data is there to read.
+  g0=$(zst grants)
+  exec 4<$M/shared
+  [ "$(zst grants)" = "$g0" ] || fail "a second opener was granted"
+  [ "$(md5sum < /proc/self/fd/4)" = "$(cat $M/shared-a.md5)" ] || fail "CN 1's data not seen after the recall"
+fi
+barrier 964
+if $two && [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 1 ]; then
+  [ "$(zst recalls)" = $((r0 + 1)) ] || fail "CN 1 saw no recall"
+  # No grant any more: this write goes to the ION at once.
+  w0=$(zst write)
+  cat /tmp/zr-b >&3
+  [ "$(zst write)" -gt "$w0" ] || fail "write after the recall stayed cached"
+fi
+barrier 965
+if $two && [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 2 ]; then
+  cat $M/shared-ab.md5 > /tmp/zr-want
+  md5sum < /proc/self/fd/4 > /tmp/zr-got
+  cmp /tmp/zr-want /tmp/zr-got || fail "CN 2 did not see CN 1's write at once"
+fi
+barrier 966
+if $two && [ "$ZOID_ROLE" = cn ]; then
+  if [ "$ZOID_NODE_ID" = 1 ]; then exec 3>&-; else exec 4<&-; fi
+fi
+barrier 967
+if $two && [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 2 ]; then
+  # Alone again: the next first open is granted.
+  g0=$(zst grants)
+  cat $M/shared | md5sum > /tmp/zr-got
+  [ "$(zst grants)" = $((g0 + 1)) ] || fail "no grant once alone again"
+  cmp /tmp/zr-want /tmp/zr-got || fail "shared file after both closed"
+fi
+barrier 968
+if [ "$ZOID_ROLE" = cn ]; then
+  umount $M || fail "umount"
+fi
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(zrel files_open)" = 0 ] || fail "files left open"
+  [ "$(zrel recall_timeouts)" = "$t0" ] || fail "recalls timed out"
+  if $two; then
+    [ "$(zrel recalls_answered)" -ge 1 ] || fail "no recall answered"
+  fi
+  echo "zoidfs_relaxed: $(tr '\n' ' ' < $Z/zoidfs_relaxed)"
+fi
+barrier 969
