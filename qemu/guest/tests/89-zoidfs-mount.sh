@@ -16,14 +16,6 @@ zdiag() {
   echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
   dmesg | grep -i zoidfs | tail -5
 }
-must_fail_mount() { # expected-dmesg-text options...
-  want=$1; shift
-  if mount -t zoidfs -o "$1" zoidfs $M 2>/dev/null; then
-    echo "mount -o $1 succeeded"; umount $M; return 1
-  fi
-  dmesg | tail -3 | grep -q "$want" || { echo "no '$want' for -o $1:"; dmesg | tail -3; return 1; }
-  ! grep -q " $M " /proc/mounts
-}
 
 # The workload, run in the current directory; prints what a reader of the
 # files would see (no owners or times: those differ by design).

@@ -17,13 +17,6 @@ zdiag() {
   echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
   dmesg | grep -i zoidfs | tail -5
 }
-must_fail_mount() { # expected-dmesg-text options
-  if mount -t zoidfs -o "$2" zoidfs $M 2>/dev/null; then
-    echo "mount -o $2 succeeded"; umount $M; return 1
-  fi
-  dmesg | tail -3 | grep -q "$1" || { echo "no '$1' for -o $2:"; dmesg | tail -3; return 1; }
-  ! grep -q " $M " /proc/mounts
-}
 if [ "$ZOID_ROLE" = ion ]; then
   mkdir -p $X && chmod 1777 $X && echo $X > $Z/export
 fi

@@ -19,13 +19,6 @@ zdiag() {
   echo "--- zoidfs_relaxed"; tr '\n' ' ' < $Z/zoidfs_relaxed; echo
   dmesg | grep -i zoidfs | tail -5
 }
-must_fail_mount() { # expected-dmesg-text options
-  if mount -t zoidfs -o "$2" zoidfs $M 2>/dev/null; then
-    echo "mount -o $2 succeeded"; umount $M; return 1
-  fi
-  dmesg | tail -3 | grep -q "$1" || { echo "no '$1' for -o $2:"; dmesg | tail -3; return 1; }
-  ! grep -q " $M " /proc/mounts
-}
 fail() { echo "$*"; zdiag; exit 1; }
 if [ "$ZOID_CNS" -ge 2 ]; then two=true; else two=false; fi
 

@@ -1,4 +1,4 @@
-# Helpers for the treenet tests (sourced).
+# Helpers for the in-guest tests (sourced): treenet selftests, barriers, zoidfs mounts.
 T=/sys/kernel/treenet
 
 # st <command...>: runs a selftest command, prints its result line.
@@ -31,4 +31,13 @@ KASAN=
 dmesg | grep -q "KernelAddressSanitizer initialized" && KASAN=1
 sizes_for() { # packet_size
   if [ -n "$KASAN" ] && [ "$1" = 240 ]; then echo "$SIZES" | sed 's/ 4194304//'; else echo "$SIZES"; fi
+}
+# zoidfs tests: mounting zoidfs on $M with options $2 must fail, leave
+# nothing mounted, and say $1 in dmesg.
+must_fail_mount() { # expected-dmesg-text options
+  if mount -t zoidfs -o "$2" zoidfs $M 2>/dev/null; then
+    echo "mount -o $2 succeeded"; umount $M; return 1
+  fi
+  dmesg | tail -3 | grep -q "$1" || { echo "no '$1' for -o $2:"; dmesg | tail -3; return 1; }
+  ! grep -q " $M " /proc/mounts
 }
