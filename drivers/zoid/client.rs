@@ -604,21 +604,15 @@ impl Client {
     /// Sends a notice (`ProcessExit` or `Cancel`) carrying `value`.
     pub(crate) fn send_notice(&self, ion: u16, kind: MsgKind, value: u32) {
         let mut msg = [0u8; CALL_HEADER_LEN + 4];
+        let tag = if kind == MsgKind::Cancel { value } else { 0 };
         let hdr = CallHeader {
-            kind,
-            flags: 0,
-            plugin: 0,
-            function: 0,
-            tag: if kind == MsgKind::Cancel { value } else { 0 },
             pid: if kind == MsgKind::ProcessExit {
                 value
             } else {
                 0
             },
-            uid: 0,
-            gid: 0,
             arg_len: 4,
-            errno: 0,
+            ..CallHeader::new(kind, tag)
         };
         let mut hb = [0u8; CALL_HEADER_LEN];
         hdr.encode(&mut hb);

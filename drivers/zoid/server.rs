@@ -196,16 +196,10 @@ pub(crate) fn send_upcall(dst: u16, plugin: u16, function: u16, body: &[u8]) -> 
     let mut msg = KVec::with_capacity(CALL_HEADER_LEN + body.len(), GFP_KERNEL)?;
     let mut head = [0u8; CALL_HEADER_LEN];
     CallHeader {
-        kind: MsgKind::Upcall,
-        flags: 0,
         plugin,
         function,
-        tag: 0,
-        pid: 0,
-        uid: 0,
-        gid: 0,
         arg_len: u32::try_from(body.len()).map_err(|_| E2BIG)?,
-        errno: 0,
+        ..CallHeader::new(MsgKind::Upcall, 0)
     }
     .encode(&mut head);
     msg.extend_from_slice(&head, GFP_KERNEL)?;

@@ -70,7 +70,7 @@ struct Table {
 }
 
 /// A recall to send once the table is unlocked.
-struct Send {
+struct RecallTo {
     node: u16,
     grant: u32,
 }
@@ -103,7 +103,7 @@ impl OpenTable {
     pub(crate) fn open(&self, ctx: &Caller, h: &Handle, ino: u64) -> CallResult {
         self.stats.opens.fetch_add(1, Relaxed);
         let node = ctx.node;
-        let mut sends: KVec<Send> = KVec::new();
+        let mut sends: KVec<RecallTo> = KVec::new();
         let mut g = self.files.lock();
         let i = match g.files.iter().position(|f| f.handle == *h) {
             Some(i) => i,
@@ -136,7 +136,9 @@ impl OpenTable {
         }
         let mut oom = false;
         let admit = relaxed::admit(&mut f.openers, node, grant, |n, gr| {
-            oom |= sends.push(Send { node: n, grant: gr }, GFP_KERNEL).is_err();
+            oom |= sends
+                .push(RecallTo { node: n, grant: gr }, GFP_KERNEL)
+                .is_err();
         });
         if oom {
             // A recall we cannot send is given up on: the holder keeps
@@ -148,9 +150,10 @@ impl OpenTable {
                 self.stats.grants.fetch_add(1, Relaxed);
                 Ok(i64::from(gr))
             }
-            Admit::Shared { wait } => {
+            Admit::Shared { .. } => {
                 self.stats.shared.fetch_add(1, Relaxed);
-                if wait && relaxed::pending(&f.openers) {
+                // Recalls outstanding (just sent or earlier): wait for them.
+                if relaxed::pending(&f.openers) {
                     let d = ctx.defer().map_err(errno)?;
                     // On failure the deferred reply is dropped, which
                     // answers ECANCELED.
@@ -175,7 +178,7 @@ impl OpenTable {
     }
 
     /// Sends one recall; a holder that cannot be reached answers at once.
-    fn recall(&self, handle: &Handle, ino: u64, s: &Send) {
+    fn recall(&self, handle: &Handle, ino: u64, s: &RecallTo) {
         self.stats.recalls_sent.fetch_add(1, Relaxed);
         let body = Recall {
             handle: *handle,

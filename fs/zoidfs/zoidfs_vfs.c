@@ -1328,6 +1328,18 @@ static ssize_t zoidfs_cached_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	return zoidfs_read_iter(iocb, to);
 }
 
+/*
+ * Before a write into the page cache: note the writer, and take an append's
+ * end of file from the ION unless ours is ahead of it.
+ */
+static int zoidfs_prepare_buffered_write(struct kiocb *iocb, struct inode *inode)
+{
+	zoidfs_note_writer(inode);
+	if ((iocb->ki_flags & IOCB_APPEND) && !zoidfs_has_dirty(inode))
+		return zoidfs_revalidate(inode, true);
+	return 0;
+}
+
 static ssize_t zoidfs_cached_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
@@ -1339,13 +1351,9 @@ static ssize_t zoidfs_cached_write_iter(struct kiocb *iocb, struct iov_iter *fro
 			return n;
 		return zoidfs_write_iter(iocb, from);
 	}
-	zoidfs_note_writer(inode);
-	/* Appends: at the ION's end of file unless ours is ahead of it. */
-	if ((iocb->ki_flags & IOCB_APPEND) && !zoidfs_has_dirty(inode)) {
-		n = zoidfs_revalidate(inode, true);
-		if (n)
-			return n;
-	}
+	n = zoidfs_prepare_buffered_write(iocb, inode);
+	if (n)
+		return n;
 	return generic_file_write_iter(iocb, from);
 }
 
@@ -1375,6 +1383,14 @@ static void zoidfs_relaxed_writeback(struct inode *inode)
 	filemap_fdatawait_keep_errors(inode->i_mapping);
 }
 
+/* Grants change under inode_lock (see zoidfs_relaxed_write_iter). */
+static void zoidfs_set_grant(struct inode *inode, u32 grant)
+{
+	inode_lock(inode);
+	WRITE_ONCE(ZI(inode)->grant, grant);
+	inode_unlock(inode);
+}
+
 /* The first open on this CN asks the ION for a grant. */
 static int zoidfs_relaxed_open(struct inode *inode, struct file *file)
 {
@@ -1398,9 +1414,7 @@ static int zoidfs_relaxed_open(struct inode *inode, struct file *file)
 		}
 		if (err)
 			goto out;
-		inode_lock(inode);
-		WRITE_ONCE(zi->grant, grant);
-		inode_unlock(inode);
+		zoidfs_set_grant(inode, grant);
 	}
 	zi->opens++;
 out:
@@ -1417,9 +1431,7 @@ static int zoidfs_relaxed_release(struct inode *inode, struct file *file)
 	if (!WARN_ON_ONCE(!zi->opens) && !--zi->opens) {
 		if (zi->grant) {
 			zoidfs_relaxed_writeback(inode);
-			inode_lock(inode);
-			WRITE_ONCE(zi->grant, 0);
-			inode_unlock(inode);
+			zoidfs_set_grant(inode, 0);
 		}
 		/* Failure (an ION gone) leaves the ION to forget us. */
 		zoidfs_rs_close(zconn(inode), &zi->fh);
@@ -1435,9 +1447,7 @@ static void zoidfs_relaxed_recall(struct inode *inode, u32 grant)
 
 	mutex_lock(&zi->open_lock);
 	if (zi->grant && zi->grant == grant) {
-		inode_lock(inode);
-		WRITE_ONCE(zi->grant, 0);
-		inode_unlock(inode);
+		zoidfs_set_grant(inode, 0);
 		zoidfs_relaxed_writeback(inode);
 		invalidate_inode_pages2(inode->i_mapping);
 	}
@@ -1545,12 +1555,9 @@ static ssize_t zoidfs_relaxed_write_iter(struct kiocb *iocb, struct iov_iter *fr
 		inode_unlock(inode);
 		return zoidfs_write_iter(iocb, from);
 	}
-	zoidfs_note_writer(inode);
-	if ((iocb->ki_flags & IOCB_APPEND) && !zoidfs_has_dirty(inode)) {
-		n = zoidfs_revalidate(inode, true);
-		if (n)
-			goto out;
-	}
+	n = zoidfs_prepare_buffered_write(iocb, inode);
+	if (n)
+		goto out;
 	n = generic_write_checks(iocb, from);
 	if (n > 0)
 		n = __generic_file_write_iter(iocb, from);

@@ -20,5 +20,5 @@ for ps in 240 0; do
   barrier $tag; tag=$((tag + 1))
 done
 echo 0 > $T/packet_size
-[ "$(awk '$1 == "received_bad" { print $2 }' $T/selftest_events)" = 0 ]
+[ "$(counter $T/selftest_events received_bad)" = 0 ]
 [ "$(stat drop_bad_checksum)" = 0 ]

@@ -22,4 +22,4 @@ barrier $tag
 echo "retransmits=$(stat retransmits) duplicates=$(stat duplicates) inject_drop=$(stat inject_drop)"
 [ "$(stat retransmits)" -gt 0 ]
 [ "$(stat duplicates)" -gt 0 ]
-[ "$(awk '$1 == "received_bad" { print $2 }' $T/selftest_events)" = 0 ]
+[ "$(counter $T/selftest_events received_bad)" = 0 ]

@@ -3,13 +3,8 @@
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZC=/zoid/bin/zoidcall
-zstat() { awk -v n="$1" '$1 == n { print $2 }' $Z/stats; }
-zdiag() { echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo; cat $Z/attached; }
-expect_fail() { # errno-number command...
-  want=$1; shift
-  if out=$("$@"); then echo "expected errno $want: $* succeeded: $out"; return 1; fi
-  echo "$out" | grep -q "($want)\$" || { echo "expected errno $want: $out"; return 1; }
-}
+zstat() { counter $Z/stats "$1"; }
+zdiag() { nonzero "zoid stats" $Z/stats; cat $Z/attached; }
 
 # Under KASAN with three emulated VMs on two cores a null call takes
 # ~0.2 s and 1 MiB ~10 s each way: generous timeouts, and no 4 MiB echo.

@@ -6,7 +6,7 @@ Z=/sys/kernel/zoid
 ZU=/zoid/bin/zoidunix
 ZC=/zoid/bin/zoidcall
 owner() { ls -ln "$1" | awk '{ print $3 }'; }  # (stat is treenet-lib's counter reader)
-zdiag() { echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo; }
+zdiag() { nonzero "zoid stats" $Z/stats; }
 
 if [ "$ZOID_ROLE" = ion ]; then
   mkdir -p /export && chmod 1777 /export

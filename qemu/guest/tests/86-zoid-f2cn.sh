@@ -6,7 +6,7 @@ Z=/sys/kernel/zoid
 F2CN=/zoid/bin/f2cn
 S=/tmp/f2cn-src
 D=/tmp/f2cn
-fstat() { awk -v n="$1" '$1 == n { print $2 }' $Z/f2cn; }
+fstat() { counter $Z/f2cn "$1"; }
 fdiag() { echo "--- f2cn"; cat $Z/f2cn; diag; }
 # expect_errno <n> <command...>: the command fails with errno n.
 expect_errno() {
@@ -59,7 +59,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   fi
   # No temporary file is left behind, here or after the failed transfer.
   ! ls -a $D /tmp | grep 'f2cn-' || bad "temporary files left"
-  [ "$(awk '$1 == "files_received" { print $2 }' $Z/f2cn)" -ge 3 ] || bad "too few files"
+  [ "$(fstat files_received)" -ge 3 ] || bad "too few files"
 fi
 barrier 863
 

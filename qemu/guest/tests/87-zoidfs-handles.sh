@@ -6,12 +6,7 @@
 Z=/sys/kernel/zoid
 ZF=/zoid/bin/zoidfsctl
 X=/zfs-export
-zdiag() { echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo; }
-expect_fail() { # errno-number command...
-  want=$1; shift
-  if out=$("$@"); then echo "expected errno $want: $* succeeded: $out"; return 1; fi
-  echo "$out" | grep -q "($want)\$" || { echo "expected errno $want: $out"; return 1; }
-}
+zdiag() { nonzero "zoid stats" $Z/stats; }
 
 echo 600000 > $Z/timeout_ms
 if [ "$ZOID_ROLE" = ion ]; then

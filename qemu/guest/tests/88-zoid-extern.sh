@@ -3,12 +3,7 @@
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZC=/zoid/bin/zoidcall
-zdiag() { echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo; cat $Z/modules; }
-expect_fail() { # errno-number command...
-  want=$1; shift
-  if out=$("$@"); then echo "expected errno $want: $* succeeded: $out"; return 1; fi
-  echo "$out" | grep -q "($want)\$" || { echo "expected errno $want: $out"; return 1; }
-}
+zdiag() { nonzero "zoid stats" $Z/stats; cat $Z/modules; }
 
 echo 600000 > $Z/timeout_ms
 if [ "$ZOID_ROLE" = ion ]; then
@@ -27,7 +22,7 @@ if [ "$ZOID_ROLE" = cn ]; then
 fi
 barrier 881
 if [ "$ZOID_ROLE" = ion ]; then
-  [ "$(awk '$1 == "sample.upper" { print $2 }' $Z/calls)" -ge $((2 * ZOID_CNS)) ] || { cat $Z/calls; exit 1; }
+  [ "$(counter $Z/calls sample.upper)" -ge $((2 * ZOID_CNS)) ] || { cat $Z/calls; exit 1; }
   # Switched off like any plug-in, then unloaded: its id is free again.
   echo -sample > $Z/modules
   grep -q "^sample 16 off$" $Z/modules

@@ -24,7 +24,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   mount -t zoidfs zoidfs $M
   seq 1 $N | sed 's/^/entry-/' | sort > /tmp/zfs-names
   t0=$(date +%s)
-  before=$(awk '$1 == "readdir" { print $2 }' /sys/kernel/zoidfs/stats)
+  before=$(counter /sys/kernel/zoidfs/stats readdir)
   # zfsx -d lists without a stat per name and checks seekdir to a cookie.
   /zoid/bin/zfsx -d $M/big > /tmp/zfs-raw
   sort /tmp/zfs-raw > /tmp/zfs-listed
@@ -32,7 +32,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   echo "$(free -m | awk '$1 == "Mem:" { print $3 }') MiB used on cn$ZOID_NODE_ID" 
   /zoid/bin/zfsx -d $M/big > /tmp/zfs-raw2
   cmp /tmp/zfs-raw /tmp/zfs-raw2      # the same order both times
-  calls=$(( $(awk '$1 == "readdir" { print $2 }' /sys/kernel/zoidfs/stats) - before ))
+  calls=$(( $(counter /sys/kernel/zoidfs/stats readdir) - before ))
   echo "$N entries listed twice in $calls readdir calls, $(( $(date +%s) - t0 )) s"
   umount $M
 fi

@@ -12,8 +12,8 @@ ZFS=/sys/kernel/zoidfs
 X=/zfs-mount-export
 M=/mnt/zoidfs
 zdiag() {
-  echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo
-  echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
+  nonzero "zoid stats" $Z/stats
+  nonzero "zoidfs stats" $ZFS/stats
   dmesg | grep -i zoidfs | tail -5
 }
 
@@ -125,8 +125,8 @@ if [ "$ZOID_ROLE" = cn ]; then
     { echo "note-$ZOID_CNS gone on cn$ZOID_NODE_ID"; ls $M; exit 1; }
   umount $M
   ! grep -q " $M " /proc/mounts
-  awk '$2 != 0' $ZFS/stats | tr '\n' ' '; echo
-  [ "$(awk '$1 == "estale" { print $2 }' $ZFS/stats)" = 0 ]
+  nonzero "zoidfs stats" $ZFS/stats
+  [ "$(counter $ZFS/stats estale)" = 0 ]
 fi
 barrier 895
 # cache=strict across CNs (close-to-open): CN 1 rewrites a file the other

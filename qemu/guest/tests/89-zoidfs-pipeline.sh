@@ -13,8 +13,8 @@ X=/zfs-pipe-export
 M=/mnt/zfs-pipe
 SIZE=1049000	# 1 MiB and then some: not a whole number of calls
 zdiag() {
-  echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo
-  echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
+  nonzero "zoid stats" $Z/stats
+  nonzero "zoidfs stats" $ZFS/stats
   dmesg | grep -i zoidfs | tail -5
 }
 if [ "$ZOID_ROLE" = ion ]; then
@@ -40,9 +40,9 @@ if [ "$ZOID_ROLE" = cn ]; then
     dd if=/tmp/zp-src of=$D/big bs=1M conv=fsync 2>/dev/null || { zdiag; exit 1; }
     [ "$(stat -c %s $D/big)" = $SIZE ] || { stat -c %s $D/big; zdiag; exit 1; }
     # fdatasync and fsync reach the ION as commits.
-    c0=$(awk '$1 == "commit" { print $2 }' $ZFS/stats)
+    c0=$(counter $ZFS/stats commit)
     sync -d $D/big && sync $D/big
-    [ "$(awk '$1 == "commit" { print $2 }' $ZFS/stats)" -ge $((c0 + 2)) ] || { zdiag; exit 1; }
+    [ "$(counter $ZFS/stats commit)" -ge $((c0 + 2)) ] || { zdiag; exit 1; }
     sync; echo 3 > /proc/sys/vm/drop_caches
     # One 4 MiB read: the end of the file comes while reads are in flight
     # (loose: readahead windows of 8 calls).
@@ -60,7 +60,7 @@ if [ "$ZOID_ROLE" = cn ]; then
       { cat /tmp/zp-zfsx.out; echo "zfsx ($mode)"; zdiag; exit 1; }
     umount $M
   done
-  peak=$(awk '$1 == "inflight_peak" { print $2 }' $Z/stats)
+  peak=$(counter $Z/stats inflight_peak)
   [ "$peak" -ge 8 ] || { echo "inflight_peak $peak"; zdiag; exit 1; }
   # For the ION: what the files must hold.
   mount -t zoidfs zoidfs $M

@@ -11,11 +11,11 @@ Z=/sys/kernel/zoid
 ZFS=/sys/kernel/zoidfs
 X=/zfs-rel-export
 M=/mnt/zfs-rel
-zst() { awk -v n="$1" '$1 == n { print $2 }' $ZFS/stats; }
-zrel() { awk -v n="$1" '$1 == n { print $2 }' $Z/zoidfs_relaxed; }
+zst() { counter $ZFS/stats "$1"; }
+zrel() { counter $Z/zoidfs_relaxed "$1"; }
 zdiag() {
-  echo "--- zoid stats (non-zero)"; awk '$2 != 0' $Z/stats | tr '\n' ' '; echo
-  echo "--- zoidfs stats (non-zero)"; awk '$2 != 0' $ZFS/stats 2>/dev/null | tr '\n' ' '; echo
+  nonzero "zoid stats" $Z/stats
+  nonzero "zoidfs stats" $ZFS/stats
   echo "--- zoidfs_relaxed"; tr '\n' ' ' < $Z/zoidfs_relaxed; echo
   dmesg | grep -i zoidfs | tail -5
 }

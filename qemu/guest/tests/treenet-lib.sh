@@ -12,12 +12,24 @@ diag() {
   echo "--- links"; cat $T/links
   echo "--- peers"; cat $T/peers
   echo "--- peer_log"; cat $T/peer_log
-  echo "--- stats (non-zero)"; awk '$2 != 0' $T/stats | tr '\n' ' '; echo
+  nonzero stats $T/stats
   echo "--- selftest_events"; cat $T/selftest_events | tr '\n' ' '; echo
 }
 
-# stat <name>: one counter.
-stat() { awk -v n="$1" '$1 == n { print $2 }' $T/stats; }
+# counter <file> <name>: one counter of a stats file; stat <name>: treenet's.
+counter() { awk -v n="$2" '$1 == n { print $2 }' "$1"; }
+stat() { counter $T/stats "$1"; }
+
+# nonzero <title> <file>: a stats file's non-zero counters, on one line.
+nonzero() { echo "--- $1 (non-zero)"; awk '$2 != 0' "$2" 2>/dev/null | tr '\n' ' '; echo; }
+
+# expect_fail <errno-number> <command...>: the command (a zoid test tool)
+# must fail, with that errno at the end of its output.
+expect_fail() {
+  want=$1; shift
+  if out=$("$@"); then echo "expected errno $want: $* succeeded: $out"; return 1; fi
+  echo "$out" | grep -q "($want)\$" || { echo "expected errno $want: $out"; return 1; }
+}
 
 # barrier <tag>: every node of the pset meets here.
 barrier() { st barrier "$1" "$ZOID_CNS" > /dev/null; }
