@@ -110,7 +110,7 @@ def arch_checks(arch, flavor="debug"):
     if not ok:
         return
     adds = []
-    for tool in ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench"):
+    for tool in ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr"):
         ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,
                        f"tools/zoid/{tool}.c"], f"{arch}-{tool}")
         record(ok, f"{arch} {tool} build (static, warnings as errors)")

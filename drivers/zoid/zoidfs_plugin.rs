@@ -26,7 +26,7 @@ use crate::zoid_kernel::vfs::{self, CPath, Export, Make, Name, Obj};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{Dirent, Stat};
 use crate::zoid_proto::zoid::plugins::zoidfs::{
-    self, rename, setattr, Handle, SetAttr, StatFs, APPEND, MAX_HANDLE,
+    self, node, rename, setattr, xattr, Handle, SetAttr, StatFs, APPEND, MAX_HANDLE,
 };
 use crate::zoidfs_relaxed::OpenTable;
 use kernel::bindings;
@@ -218,6 +218,20 @@ fn drop_dots(buf: &mut [u8], n: usize) -> core::result::Result<usize, i32> {
 
 fn name(n: &[u8]) -> core::result::Result<Name<'_>, i32> {
     Name::new(n).map_err(errno)
+}
+
+/// An extended attribute's name, NUL-terminated in `buf`: only the
+/// namespaces zoidfs forwards (`EOPNOTSUPP` for the others).
+fn xattr_name<'a>(
+    n: &[u8],
+    buf: &'a mut [u8; xattr::MAX_NAME + 1],
+) -> core::result::Result<&'a CStr, i32> {
+    if !xattr::name_ok(n) {
+        return Err(errno(EOPNOTSUPP));
+    }
+    buf[..n.len()].copy_from_slice(n);
+    buf[n.len()] = 0;
+    CStr::from_bytes_with_nul(&buf[..=n.len()]).map_err(|_| errno(EINVAL))
 }
 
 impl zoidfs::Server for Zoidfs {
@@ -461,6 +475,86 @@ impl zoidfs::Server for Zoidfs {
         self.relaxed.recalled(ctx.node, &h, grant)
     }
 
+    fn mknod(
+        &self,
+        ctx: &Caller,
+        dir: Handle,
+        n: &[u8],
+        mode: u32,
+        rdev: u64,
+        made: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let rdev = u32::try_from(rdev).map_err(|_| errno(EINVAL))?;
+        if !node::is_valid(mode) {
+            return Err(errno(EINVAL));
+        }
+        let what = Make::Node {
+            kind: mode & node::TYPE_MASK,
+            rdev,
+        };
+        self.make(ctx, &dir, n, mode, what, made, attr)
+    }
+
+    fn getxattr(
+        &self,
+        ctx: &Caller,
+        h: Handle,
+        n: &[u8],
+        value: &mut [u8],
+        _cap: u32,
+    ) -> CallResult {
+        let mut buf = [0u8; xattr::MAX_NAME + 1];
+        let n = xattr_name(n, &mut buf)?;
+        self.on(ctx, &h, |o| Ok(o.getxattr(n, value).map_err(errno)? as i64))
+    }
+
+    fn setxattr(&self, ctx: &Caller, h: Handle, n: &[u8], value: &[u8], flags: u32) -> CallResult {
+        let mut buf = [0u8; xattr::MAX_NAME + 1];
+        let n = xattr_name(n, &mut buf)?;
+        if flags & !(xattr::CREATE | xattr::REPLACE) != 0 {
+            return Err(errno(EINVAL));
+        }
+        if value.len() > xattr::MAX_VALUE {
+            return Err(errno(E2BIG));
+        }
+        self.on(ctx, &h, |o| {
+            o.setxattr(n, value, flags).map_err(errno)?;
+            Ok(0)
+        })
+    }
+
+    fn listxattr(&self, ctx: &Caller, h: Handle, names: &mut [u8], cap: u32) -> CallResult {
+        // The whole list, then the forwarded names alone: their length
+        // decides ERANGE, not the whole list's.
+        let mut all =
+            KVVec::from_elem(0u8, xattr::MAX_LIST, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+        // A whole list over XATTR_LIST_MAX: E2BIG, as listxattr(2) says
+        // (ERANGE would ask for a larger buffer the caller cannot give).
+        let n = self.on(ctx, &h, |o| match o.listxattr(&mut all) {
+            Ok(n) => Ok(n as i64),
+            Err(e) if e == ERANGE => Err(errno(E2BIG)),
+            Err(e) => Err(errno(e)),
+        })? as usize;
+        let kept = xattr::filter_list(&mut all, n).ok_or(errno(EIO))?;
+        if cap != 0 {
+            names
+                .get_mut(..kept)
+                .ok_or(errno(ERANGE))?
+                .copy_from_slice(&all[..kept]);
+        }
+        Ok(kept as i64)
+    }
+
+    fn removexattr(&self, ctx: &Caller, h: Handle, n: &[u8]) -> CallResult {
+        let mut buf = [0u8; xattr::MAX_NAME + 1];
+        let n = xattr_name(n, &mut buf)?;
+        self.on(ctx, &h, |o| {
+            o.removexattr(n).map_err(errno)?;
+            Ok(0)
+        })
+    }
+
     fn statfs(&self, ctx: &Caller, h: Handle, st: &mut StatFs) -> CallResult {
         self.on(ctx, &h, |o| {
             let s = o.statfs().map_err(errno)?;
@@ -481,7 +575,8 @@ impl zoidfs::Server for Zoidfs {
 }
 
 impl Zoidfs {
-    /// create, mkdir, symlink: `n` in `dir`, described into the reply.
+    /// create, mkdir, symlink, mknod: `n` in `dir`, described into the
+    /// reply.
     #[allow(clippy::too_many_arguments)]
     fn make(
         &self,

@@ -14,7 +14,7 @@ use crate::zoid_proto::zoid::marshal::Decoder;
 use crate::zoid_proto::zoid::plugin::CallError;
 use crate::zoid_proto::zoid::plugins::unix::{dirents, Stat};
 use crate::zoid_proto::zoid::plugins::zoidfs::{
-    client, Handle, Recall, SetAttr, StatFs, MAX_HANDLE, UPCALL_RECALL,
+    client, xattr, Handle, Recall, SetAttr, StatFs, MAX_HANDLE, UPCALL_RECALL,
 };
 use core::ffi::c_void;
 use kernel::ffi::{c_char, c_int};
@@ -556,6 +556,191 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_readlink(
         isize::try_from(n).map_err(|_| EIO)
     })();
     r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_mknod()`.
+///
+/// # Safety
+///
+/// `c`, `dir`, `fh`, `attr` are valid; `name` is valid for `len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_mknod(
+    c: *const RawConn,
+    dir: *const RawHandle,
+    name: *const c_char,
+    len: usize,
+    mode: u32,
+    rdev: u32,
+    fh: *mut RawHandle,
+    attr: *mut RawAttr,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
+    let r = (|| -> Result {
+        let dir = handle_in(dir)?;
+        let mut h = Handle::default();
+        let mut st = Stat::default();
+        Remote::new(c)
+            .run(Op::Mknod, |t| {
+                client::mknod(t, dir, name, mode, rdev.into(), &mut h, &mut st)
+            })
+            // An ION without mknod: as a filesystem that cannot make one.
+            .map_err(|e| if e == ENOSYS { EPERM } else { e })?;
+        handle_out(&h, fh);
+        *attr = RawAttr::from(&st);
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// An ION without the xattr calls answers as a filesystem without
+/// extended attributes.
+fn no_xattrs(e: Error) -> Error {
+    if e == ENOSYS {
+        EOPNOTSUPP
+    } else {
+        e
+    }
+}
+
+/// The length an xattr call returned, checked against the caller's
+/// buffer (`size`, 0 for a length query) and Linux's `limit`: the VFS
+/// copies that many bytes to user space.
+fn xattr_len(n: i64, size: usize, limit: usize) -> Result<isize> {
+    let n = usize::try_from(n).map_err(|_| EIO)?;
+    if n > limit || (size != 0 && n > size) {
+        return Err(EIO);
+    }
+    isize::try_from(n).map_err(|_| EIO)
+}
+
+/// `buf` as a slice of `size` bytes (empty when `size` is 0, whatever
+/// `buf` is).
+///
+/// # Safety
+///
+/// With `size` > 0, `buf` is valid for `size` writes.
+unsafe fn out_slice<'a>(buf: *mut c_void, size: usize) -> &'a mut [u8] {
+    if size == 0 {
+        return &mut [];
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), size) }
+}
+
+/// `zoidfs_rs_getxattr()`: the value's length (`size` 0: the length
+/// only), or a negative errno.
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; `name` is valid for `name_len` reads; with `size`
+/// > 0, `buf` is valid for `size` writes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_getxattr(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    name: *const c_char,
+    name_len: usize,
+    buf: *mut c_void,
+    size: usize,
+) -> isize {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, name, buf) = unsafe { (&*c, &*fh, bytes(name, name_len), out_slice(buf, size)) };
+    let r = (|| -> Result<isize> {
+        let h = handle_in(fh)?;
+        let cap = u32::try_from(buf.len()).map_err(|_| E2BIG)?;
+        let n = Remote::new(c)
+            .run(Op::Getxattr, |t| client::getxattr(t, h, name, buf, cap))
+            .map_err(no_xattrs)?;
+        xattr_len(n, buf.len(), xattr::MAX_VALUE)
+    })();
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_setxattr()`.
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; `name` and `value` are valid for `name_len` and
+/// `size` reads (`value` may be anything when `size` is 0).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_setxattr(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    name: *const c_char,
+    name_len: usize,
+    value: *const c_void,
+    size: usize,
+    flags: u32,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, name, value) = unsafe {
+        (
+            &*c,
+            &*fh,
+            bytes(name, name_len),
+            bytes(value.cast::<c_char>(), size),
+        )
+    };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        Remote::new(c)
+            .run(Op::Setxattr, |t| client::setxattr(t, h, name, value, flags))
+            .map_err(no_xattrs)?;
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
+}
+
+/// `zoidfs_rs_listxattr()`: the names' length (`size` 0: the length
+/// only), or a negative errno.
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; with `size` > 0, `buf` is valid for `size`
+/// writes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_listxattr(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    buf: *mut c_void,
+    size: usize,
+) -> isize {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, buf) = unsafe { (&*c, &*fh, out_slice(buf, size)) };
+    let r = (|| -> Result<isize> {
+        let h = handle_in(fh)?;
+        let cap = u32::try_from(buf.len()).map_err(|_| E2BIG)?;
+        let n = Remote::new(c)
+            .run(Op::Listxattr, |t| client::listxattr(t, h, buf, cap))
+            .map_err(no_xattrs)?;
+        xattr_len(n, buf.len(), xattr::MAX_LIST)
+    })();
+    r.unwrap_or_else(|e| neg(e) as isize)
+}
+
+/// `zoidfs_rs_removexattr()`.
+///
+/// # Safety
+///
+/// `c`, `fh` are valid; `name` is valid for `name_len` reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoidfs_rs_removexattr(
+    c: *const RawConn,
+    fh: *const RawHandle,
+    name: *const c_char,
+    name_len: usize,
+) -> c_int {
+    // SAFETY: the caller's guarantees.
+    let (c, fh, name) = unsafe { (&*c, &*fh, bytes(name, name_len)) };
+    let r = (|| -> Result {
+        let h = handle_in(fh)?;
+        Remote::new(c)
+            .run(Op::Removexattr, |t| client::removexattr(t, h, name))
+            .map_err(no_xattrs)?;
+        Ok(())
+    })();
+    r.map_or_else(neg, |()| 0)
 }
 
 /// `zoidfs_rs_readdir()`: entries after `cookie` handed to `emit` until it

@@ -29,6 +29,11 @@ counters! {
         open: "open calls (consistency=relaxed: a file's first open on this CN).",
         close: "close calls (consistency=relaxed: its last close).",
         recalled: "recalled calls (answers to the ION's recalls).",
+        mknod: "mknod calls (fifos, sockets, devices).",
+        getxattr: "getxattr calls.",
+        setxattr: "setxattr calls.",
+        listxattr: "listxattr calls.",
+        removexattr: "removexattr calls.",
         grants: "Opens granted caching (consistency=relaxed: the file's only CN).",
         recalls: "Recalls received (another CN opened a file this CN cached).",
         bad_upcalls: "Upcalls from the ION that did not decode.",
@@ -67,6 +72,11 @@ pub(crate) enum Op {
     Open,
     Close,
     Recalled,
+    Mknod,
+    Getxattr,
+    Setxattr,
+    Listxattr,
+    Removexattr,
 }
 
 const ESTALE: i32 = 116;
@@ -95,6 +105,11 @@ impl Counters {
             Op::Open => &self.open,
             Op::Close => &self.close,
             Op::Recalled => &self.recalled,
+            Op::Mknod => &self.mknod,
+            Op::Getxattr => &self.getxattr,
+            Op::Setxattr => &self.setxattr,
+            Op::Listxattr => &self.listxattr,
+            Op::Removexattr => &self.removexattr,
         }
     }
 

@@ -117,6 +117,20 @@ int zoidfs_rs_remove(const struct zoidfs_conn *c, const struct zoidfs_fh *dir,
 int zoidfs_rs_rename(const struct zoidfs_conn *c, const struct zoidfs_fh *from_dir,
 		     const char *from, size_t from_len, const struct zoidfs_fh *to_dir,
 		     const char *to, size_t to_len, u32 flags);
+int zoidfs_rs_mknod(const struct zoidfs_conn *c, const struct zoidfs_fh *dir,
+		    const char *name, size_t len, u32 mode, u32 rdev, struct zoidfs_fh *fh,
+		    struct zoidfs_attr *attr);
+/* Extended attributes (user.* and trusted.*): as the syscalls, size 0 asks
+ * for a length only. */
+ssize_t zoidfs_rs_getxattr(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
+			   const char *name, size_t name_len, void *buf, size_t size);
+int zoidfs_rs_setxattr(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
+		       const char *name, size_t name_len, const void *value, size_t size,
+		       u32 flags);
+ssize_t zoidfs_rs_listxattr(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
+			    void *buf, size_t size);
+int zoidfs_rs_removexattr(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
+			  const char *name, size_t name_len);
 ssize_t zoidfs_rs_readlink(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 			   char *buf, size_t cap);
 ssize_t zoidfs_rs_readdir(const struct zoidfs_conn *c, const struct zoidfs_fh *dir,

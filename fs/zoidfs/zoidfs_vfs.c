@@ -43,6 +43,7 @@
 #include <linux/statfs.h>
 #include <linux/uio.h>
 #include <linux/writeback.h>
+#include <linux/xattr.h>
 #include "zoidfs.h"
 #include "../../drivers/zoid/zoid_client.h"
 
@@ -491,6 +492,22 @@ static int zoidfs_symlink(struct mnt_idmap *idmap, struct inode *dir,
 
 	err = zoidfs_rs_symlink(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
 				dentry->d_name.len, target, strlen(target), &fh, &a);
+	if (err)
+		return err;
+	return zoidfs_instantiate(dir, dentry, &fh, &a);
+}
+
+/* Fifos, sockets and devices: objects on the ION, opened locally (as NFS). */
+static int zoidfs_mknod(struct mnt_idmap *idmap, struct inode *dir,
+			struct dentry *dentry, umode_t mode, dev_t rdev)
+{
+	struct zoidfs_fh fh;
+	struct zoidfs_attr a;
+	int err;
+
+	err = zoidfs_rs_mknod(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
+			      dentry->d_name.len, mode & (S_IFMT | 07777),
+			      new_encode_dev(rdev), &fh, &a);
 	if (err)
 		return err;
 	return zoidfs_instantiate(dir, dentry, &fh, &a);
@@ -1627,6 +1644,58 @@ static const struct file_operations zoidfs_dir_fops = {
 	.fsync = zoidfs_fsync,
 };
 
+/* ---- Extended attributes: user.* and trusted.*, forwarded (not cached) ---- */
+
+static int zoidfs_xattr_get(const struct xattr_handler *handler, struct dentry *dentry,
+			    struct inode *inode, const char *name, void *buf, size_t size)
+{
+	const char *full = xattr_full_name(handler, name);
+
+	return zoidfs_rs_getxattr(zconn(inode), &ZI(inode)->fh, full, strlen(full), buf, size);
+}
+
+static int zoidfs_xattr_set(const struct xattr_handler *handler, struct mnt_idmap *idmap,
+			    struct dentry *dentry, struct inode *inode, const char *name,
+			    const void *value, size_t size, int flags)
+{
+	const char *full = xattr_full_name(handler, name);
+	int err;
+
+	if (value)
+		err = zoidfs_rs_setxattr(zconn(inode), &ZI(inode)->fh, full, strlen(full),
+					 value, size, flags);
+	else
+		err = zoidfs_rs_removexattr(zconn(inode), &ZI(inode)->fh, full, strlen(full));
+	/* The ION changed the ctime: fetch it at the next getattr. */
+	ZI(inode)->attr_time = jiffies - ZSB(inode->i_sb)->actimeo - 1;
+	return err;
+}
+
+static ssize_t zoidfs_listxattr(struct dentry *dentry, char *buf, size_t size)
+{
+	struct inode *inode = d_inode(dentry);
+
+	return zoidfs_rs_listxattr(zconn(inode), &ZI(inode)->fh, buf, size);
+}
+
+static const struct xattr_handler zoidfs_user_xattr = {
+	.prefix = XATTR_USER_PREFIX,
+	.get = zoidfs_xattr_get,
+	.set = zoidfs_xattr_set,
+};
+
+static const struct xattr_handler zoidfs_trusted_xattr = {
+	.prefix = XATTR_TRUSTED_PREFIX,
+	.get = zoidfs_xattr_get,
+	.set = zoidfs_xattr_set,
+};
+
+static const struct xattr_handler * const zoidfs_xattr_handlers[] = {
+	&zoidfs_user_xattr,
+	&zoidfs_trusted_xattr,
+	NULL,
+};
+
 static const struct inode_operations zoidfs_dir_iops = {
 	.lookup = zoidfs_lookup,
 	.atomic_open = zoidfs_atomic_open,
@@ -1637,19 +1706,24 @@ static const struct inode_operations zoidfs_dir_iops = {
 	.unlink = zoidfs_unlink,
 	.rmdir = zoidfs_rmdir,
 	.rename = zoidfs_rename,
+	.mknod = zoidfs_mknod,
 	.getattr = zoidfs_getattr,
 	.setattr = zoidfs_setattr,
+	.listxattr = zoidfs_listxattr,
 };
 
+/* Regular files and special files (fifos, sockets, devices). */
 static const struct inode_operations zoidfs_file_iops = {
 	.getattr = zoidfs_getattr,
 	.setattr = zoidfs_setattr,
+	.listxattr = zoidfs_listxattr,
 };
 
 static const struct inode_operations zoidfs_symlink_iops = {
 	.get_link = zoidfs_get_link,
 	.getattr = zoidfs_getattr,
 	.setattr = zoidfs_setattr,
+	.listxattr = zoidfs_listxattr,
 };
 
 /* ---- Superblock ---- */
@@ -1879,6 +1953,7 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_bdi->io_pages = sbi->rsize / PAGE_SIZE;
 	sb->s_magic = ZOIDFS_MAGIC;
 	sb->s_op = &zoidfs_sops;
+	sb->s_xattr = zoidfs_xattr_handlers;
 	set_default_d_op(sb, &zoidfs_dentry_ops);
 	sb->s_blocksize = PAGE_SIZE;
 	sb->s_blocksize_bits = PAGE_SHIFT;

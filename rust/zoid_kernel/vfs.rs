@@ -95,6 +95,15 @@ extern "C" {
     fn zk_path_rename(e: *mut RawExport, from: *const c_char, to: *const c_char) -> c_int;
 }
 
+/// An xattr call's buffer: null for a length query (empty `buf`).
+fn xattr_buf(buf: &mut [u8]) -> *mut u8 {
+    if buf.is_empty() {
+        core::ptr::null_mut()
+    } else {
+        buf.as_mut_ptr()
+    }
+}
+
 fn check(rc: c_int) -> Result {
     if rc < 0 {
         Err(Error::from_errno(rc))
@@ -455,8 +464,19 @@ extern "C" {
         mode: u32,
         kind: c_int,
         target: *const c_char,
+        rdev: u32,
         err: *mut c_int,
     ) -> *mut RawObj;
+    fn zk_obj_getxattr(o: *mut RawObj, name: *const c_char, buf: *mut u8, size: u32) -> isize;
+    fn zk_obj_listxattr(o: *mut RawObj, buf: *mut u8, size: u32) -> isize;
+    fn zk_obj_setxattr(
+        o: *mut RawObj,
+        name: *const c_char,
+        value: *const u8,
+        size: u32,
+        flags: c_int,
+    ) -> c_int;
+    fn zk_obj_removexattr(o: *mut RawObj, name: *const c_char) -> c_int;
     fn zk_obj_link(o: *mut RawObj, dir: *mut RawObj, name: *const u8, len: u32) -> c_int;
     fn zk_obj_remove(dir: *mut RawObj, name: *const u8, len: u32, is_dir: bool) -> c_int;
     fn zk_obj_rename(
@@ -514,6 +534,14 @@ pub(crate) enum Make<'a> {
     Dir,
     /// A symbolic link to this target.
     Symlink(&'a CPath),
+    /// A special file: `kind` its `S_IF*` type (fifo, socket, character
+    /// or block device), `rdev` a device's number (`new_encode_dev`).
+    Node {
+        /// The type bits.
+        kind: u32,
+        /// The device number.
+        rdev: u32,
+    },
 }
 
 /// An object of an export: a file, directory or link it holds, named by a
@@ -592,17 +620,23 @@ impl Obj {
 
     /// Makes `name` in this directory (permission bits `mode`).
     pub(crate) fn create(&self, name: Name<'_>, mode: u32, what: Make<'_>) -> Result<Obj> {
-        let (kind, target) = match what {
-            Make::File => (0, core::ptr::null()),
-            Make::FileExcl => (1, core::ptr::null()),
-            Make::Dir => (2, core::ptr::null()),
-            Make::Symlink(t) => (3, t.ptr()),
+        let mut mode = mode & 0o7777;
+        let (kind, target, rdev) = match what {
+            Make::File => (0, core::ptr::null(), 0),
+            Make::FileExcl => (1, core::ptr::null(), 0),
+            Make::Dir => (2, core::ptr::null(), 0),
+            Make::Symlink(t) => (3, t.ptr(), 0),
+            Make::Node { kind, rdev } => {
+                // The shim refuses any type but the four special ones.
+                mode |= kind & 0o170000;
+                (4, core::ptr::null(), rdev)
+            }
         };
         let (p, n) = name.raw();
         let mut err = 0;
         // SAFETY: `raw` is live; `p` readable for `n` bytes; `target` null
         // or NUL-terminated.
-        let o = unsafe { zk_obj_create(self.raw, p, n, mode & 0o7777, kind, target, &mut err) };
+        let o = unsafe { zk_obj_create(self.raw, p, n, mode, kind, target, rdev, &mut err) };
         obj_or(o, err)
     }
 
@@ -652,6 +686,50 @@ impl Obj {
     pub(crate) fn setattr(&self, set: &SetAttr) -> Result {
         // SAFETY: `raw` is live; `set` readable.
         check(unsafe { zk_obj_setattr(self.raw, set) })
+    }
+
+    /// Extended attribute `name`'s value into `buf` (empty: only its
+    /// length is returned); returns the value's length (`ERANGE` when
+    /// `buf` is too small, `ENODATA` when there is none).
+    pub(crate) fn getxattr(&self, name: &CStr, buf: &mut [u8]) -> Result<usize> {
+        let size = u32::try_from(buf.len()).map_err(|_| E2BIG)?;
+        // SAFETY: `raw` is live; `name` NUL-terminated; the buffer null
+        // (a length query: filesystems answer ERANGE to a non-null buffer
+        // of size 0) or writable for `size` bytes.
+        let rc = unsafe { zk_obj_getxattr(self.raw, name.as_char_ptr(), xattr_buf(buf), size) };
+        check_len(rc)
+    }
+
+    /// The names of its extended attributes (each NUL-terminated) into
+    /// `buf` (empty: only their length is returned); returns their length.
+    pub(crate) fn listxattr(&self, buf: &mut [u8]) -> Result<usize> {
+        let size = u32::try_from(buf.len()).map_err(|_| E2BIG)?;
+        // SAFETY: `raw` is live; the buffer null or writable for `size`
+        // bytes.
+        check_len(unsafe { zk_obj_listxattr(self.raw, xattr_buf(buf), size) })
+    }
+
+    /// Sets extended attribute `name` to `value` (`XATTR_CREATE` /
+    /// `XATTR_REPLACE` in `flags`).
+    pub(crate) fn setxattr(&self, name: &CStr, value: &[u8], flags: u32) -> Result {
+        let size = u32::try_from(value.len()).map_err(|_| E2BIG)?;
+        // SAFETY: `raw` is live; `name` NUL-terminated; `value` readable
+        // for `size` bytes.
+        check(unsafe {
+            zk_obj_setxattr(
+                self.raw,
+                name.as_char_ptr(),
+                value.as_ptr(),
+                size,
+                flags as c_int,
+            )
+        })
+    }
+
+    /// Removes extended attribute `name`.
+    pub(crate) fn removexattr(&self, name: &CStr) -> Result {
+        // SAFETY: `raw` is live; `name` NUL-terminated.
+        check(unsafe { zk_obj_removexattr(self.raw, name.as_char_ptr()) })
     }
 
     /// Statistics of its filesystem.

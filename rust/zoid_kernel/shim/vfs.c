@@ -333,16 +333,21 @@ static int zk_parent(struct zk_export *e, const char *path, struct path *parent,
 }
 
 /* What zk_make_at makes (the zoidfs shim's kinds too). */
-enum { ZK_MAKE_FILE = 0, ZK_MAKE_FILE_EXCL = 1, ZK_MAKE_DIR = 2, ZK_MAKE_SYMLINK = 3 };
+enum {
+	ZK_MAKE_FILE = 0, ZK_MAKE_FILE_EXCL = 1, ZK_MAKE_DIR = 2, ZK_MAKE_SYMLINK = 3,
+	ZK_MAKE_NODE = 4,
+};
 
 /*
  * Makes @last in directory @dir: a regular file (ZK_MAKE_FILE returns an
- * existing regular file as it is), a directory or a symlink to @target.
+ * existing regular file as it is), a directory, a symlink to @target or
+ * a special file (ZK_MAKE_NODE: @mode carries the type, @rdev a device's
+ * number, new_encode_dev() encoded).
  * With @out, a reference to the new dentry on success.  Shared by the
  * path-based (unix) and handle-based (zoidfs) entry points.
  */
 static int zk_make_at(const struct path *dir, struct qstr *last, u32 mode, int kind,
-		      const char *target, struct dentry **out)
+		      const char *target, u32 rdev, struct dentry **out)
 {
 	struct mnt_idmap *idmap = mnt_idmap(dir->mnt);
 	struct dentry *d;
@@ -362,6 +367,15 @@ static int zk_make_at(const struct path *dir, struct qstr *last, u32 mode, int k
 		err = vfs_create(idmap, d, (mode & 07777) | S_IFREG, NULL);
 	} else if (kind == ZK_MAKE_SYMLINK) {
 		err = vfs_symlink(idmap, d_inode(dir->dentry), d, target, NULL);
+	} else if (kind == ZK_MAKE_NODE) {
+		switch (mode & S_IFMT) {
+		case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
+			err = vfs_mknod(idmap, d_inode(dir->dentry), d, mode & (S_IFMT | 07777),
+					new_decode_dev(rdev), NULL);
+			break;
+		default:
+			err = -EINVAL;
+		}
 	} else {
 		/* On error vfs_mkdir() ends the dirop itself and returns an
 		 * ERR_PTR, which end_creating() below ignores. */
@@ -392,7 +406,7 @@ static int zk_create(struct zk_export *e, const char *path, u32 mode,
 	if (err)
 		return err;
 	err = zk_make_at(&parent, &last, mode, target ? ZK_MAKE_SYMLINK : ZK_MAKE_DIR,
-			 target, NULL);
+			 target, 0, NULL);
 	path_put(&parent);
 	putname(name);
 	return err;

@@ -14,6 +14,7 @@
  */
 #include <linux/exportfs.h>
 #include <linux/statfs.h>
+#include <linux/xattr.h>
 
 /* Fid words a handle holds: 63 bytes after the type byte, rounded down. */
 #define ZK_FID_WORDS 15
@@ -147,12 +148,12 @@ struct zk_obj *zk_obj_lookup(struct zk_obj *dir, const char *name, u32 len, int 
 }
 
 struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 mode,
-			     int kind, const char *target, int *err)
+			     int kind, const char *target, u32 rdev, int *err)
 {
 	struct qstr q = QSTR_LEN(name, len);
 	struct dentry *d = NULL;
 
-	*err = zk_dir_check(dir) ?: zk_make_at(&dir->path, &q, mode, kind, target, &d);
+	*err = zk_dir_check(dir) ?: zk_make_at(&dir->path, &q, mode, kind, target, rdev, &d);
 	return *err ? NULL : zk_obj_new(dir->path.mnt, d, err);
 }
 
@@ -304,6 +305,44 @@ int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s)
 	inode_lock(inode);
 	err = notify_change(idmap, d, &attr, NULL);
 	inode_unlock(inode);
+	mnt_drop_write(o->path.mnt);
+	return err;
+}
+
+/*
+ * Extended attributes (the Rust side passes only the namespaces zoidfs
+ * forwards, NUL-terminated): as the syscalls, with the caller's
+ * credentials' permission checks.
+ */
+ssize_t zk_obj_getxattr(struct zk_obj *o, const char *name, void *buf, u32 size)
+{
+	return vfs_getxattr(mnt_idmap(o->path.mnt), o->path.dentry, name, buf, size);
+}
+
+ssize_t zk_obj_listxattr(struct zk_obj *o, char *buf, u32 size)
+{
+	return vfs_listxattr(o->path.dentry, buf, size);
+}
+
+int zk_obj_setxattr(struct zk_obj *o, const char *name, const void *value, u32 size,
+		    int flags)
+{
+	int err = mnt_want_write(o->path.mnt);
+
+	if (err)
+		return err;
+	err = vfs_setxattr(mnt_idmap(o->path.mnt), o->path.dentry, name, value, size, flags);
+	mnt_drop_write(o->path.mnt);
+	return err;
+}
+
+int zk_obj_removexattr(struct zk_obj *o, const char *name)
+{
+	int err = mnt_want_write(o->path.mnt);
+
+	if (err)
+		return err;
+	err = vfs_removexattr(mnt_idmap(o->path.mnt), o->path.dentry, name);
 	mnt_drop_write(o->path.mnt);
 	return err;
 }

@@ -100,7 +100,7 @@ struct zk_obj *zk_fh_resolve(struct zk_export *e, const u8 *fh, u32 len, int *er
 int zk_obj_stat(struct zk_obj *o, struct zk_stat *st);
 struct zk_obj *zk_obj_lookup(struct zk_obj *dir, const char *name, u32 len, int *err);
 struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 mode,
-			     int kind, const char *target, int *err);
+			     int kind, const char *target, u32 rdev, int *err);
 int zk_obj_link(struct zk_obj *o, struct zk_obj *dir, const char *name, u32 len);
 int zk_obj_remove(struct zk_obj *dir, const char *name, u32 len, bool is_dir);
 int zk_obj_rename(struct zk_obj *from_dir, const char *from, u32 from_len,
@@ -109,6 +109,11 @@ int zk_obj_readlink(struct zk_obj *o, u8 *buf, u32 size);
 struct file *zk_obj_open(struct zk_obj *o, int flags, int *err);
 int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s);
 int zk_obj_statfs(struct zk_obj *o, struct zk_statfs *out);
+ssize_t zk_obj_getxattr(struct zk_obj *o, const char *name, void *buf, u32 size);
+ssize_t zk_obj_listxattr(struct zk_obj *o, char *buf, u32 size);
+int zk_obj_setxattr(struct zk_obj *o, const char *name, const void *value, u32 size,
+		    int flags);
+int zk_obj_removexattr(struct zk_obj *o, const char *name);
 
 /* umh.c */
 int zk_run_helper(const char *path, char **argv, char **envp, bool wait);

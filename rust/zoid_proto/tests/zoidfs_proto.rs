@@ -14,7 +14,8 @@ use zoid_proto::zoid::plugin::{
 };
 use zoid_proto::zoid::plugins::unix::{dirents, Dirent, Stat, DT_DIR, DT_LNK, DT_REG};
 use zoid_proto::zoid::plugins::zoidfs::{
-    self, client, relaxed, rename, setattr, Handle, Recall, SetAttr, StatFs, MAX_HANDLE,
+    self, client, node, relaxed, rename, setattr, xattr, Handle, Recall, SetAttr, StatFs,
+    MAX_HANDLE,
 };
 
 const ENOENT: i32 = 2;
@@ -23,6 +24,9 @@ const ENOTDIR: i32 = 20;
 const EISDIR: i32 = 21;
 const EINVAL: i32 = 22;
 const ENOTEMPTY: i32 = 39;
+const ENODATA: i32 = 61;
+const ERANGE: i32 = 34;
+const EOPNOTSUPP: i32 = 95;
 const ESTALE: i32 = 116;
 const S_IFDIR: u32 = 0o040000;
 const S_IFREG: u32 = 0o100000;
@@ -33,6 +37,7 @@ enum Kind {
     File(Vec<u8>),
     Dir(BTreeMap<Vec<u8>, u64>),
     Link(Vec<u8>),
+    Node(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -42,6 +47,7 @@ struct Object {
     mode: u32,
     nlink: u32,
     mtime: (i64, u32),
+    xattrs: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 /// An ION filesystem: objects by inode number; handles are `ino (8) gen
@@ -64,6 +70,7 @@ impl Model {
                 mode: S_IFDIR | 0o755,
                 nlink: 2,
                 mtime: (0, 0),
+                xattrs: BTreeMap::new(),
             },
         );
         Self {
@@ -99,9 +106,14 @@ impl Model {
             Kind::File(d) => d.len() as i64,
             Kind::Link(t) => t.len() as i64,
             Kind::Dir(e) => e.len() as i64,
+            Kind::Node(_) => 0,
         };
         Stat {
             ino,
+            rdev: match o.kind {
+                Kind::Node(rdev) => rdev,
+                _ => 0,
+            },
             mode: o.mode,
             nlink: o.nlink,
             size,
@@ -143,6 +155,7 @@ impl Model {
                 mode,
                 nlink,
                 mtime: (0, 0),
+                xattrs: BTreeMap::new(),
             },
         );
         self.entries(d).insert(name.to_vec(), ino);
@@ -292,7 +305,7 @@ impl zoidfs::Server for Srv {
         match (&m.objects[&ino].kind, is_dir) {
             (Kind::Dir(c), true) if !c.is_empty() => return Err(ENOTEMPTY),
             (Kind::Dir(_), false) => return Err(EISDIR),
-            (Kind::File(_) | Kind::Link(_), true) => return Err(ENOTDIR),
+            (Kind::File(_) | Kind::Link(_) | Kind::Node(_), true) => return Err(ENOTDIR),
             _ => {}
         }
         m.entries(d).remove(name);
@@ -356,6 +369,7 @@ impl zoidfs::Server for Srv {
                 Kind::Dir(_) => DT_DIR,
                 Kind::File(_) => DT_REG,
                 Kind::Link(_) => DT_LNK,
+                Kind::Node(_) => 0,
             };
             let d = Dirent {
                 ino: *ino,
@@ -425,6 +439,84 @@ impl zoidfs::Server for Srv {
         Ok(0)
     }
 
+    fn mknod(
+        &self,
+        (): &(),
+        dir: Handle,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        made: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        if !node::is_valid(mode) {
+            return Err(EINVAL);
+        }
+        let mut m = self.0.borrow_mut();
+        let ino = m.add(&dir, name, Kind::Node(rdev), mode)?;
+        *made = m.handle(ino);
+        *attr = m.stat(ino);
+        Ok(0)
+    }
+
+    fn getxattr(&self, (): &(), h: Handle, name: &[u8], value: &mut [u8], cap: u32) -> CallResult {
+        if !xattr::name_ok(name) {
+            return Err(EOPNOTSUPP);
+        }
+        let m = self.0.borrow();
+        let v = m.objects[&m.resolve(&h)?].xattrs.get(name).ok_or(ENODATA)?;
+        if cap != 0 && v.len() > value.len() {
+            return Err(ERANGE);
+        }
+        let n = v.len().min(value.len());
+        value[..n].copy_from_slice(&v[..n]);
+        Ok(v.len() as i64)
+    }
+
+    fn setxattr(&self, (): &(), h: Handle, name: &[u8], value: &[u8], flags: u32) -> CallResult {
+        if !xattr::name_ok(name) {
+            return Err(EOPNOTSUPP);
+        }
+        if flags & !(xattr::CREATE | xattr::REPLACE) != 0 || value.len() > xattr::MAX_VALUE {
+            return Err(EINVAL);
+        }
+        let mut m = self.0.borrow_mut();
+        let ino = m.resolve(&h)?;
+        let x = &mut m.objects.get_mut(&ino).unwrap().xattrs;
+        match (x.contains_key(name), flags) {
+            (true, xattr::CREATE) => return Err(EEXIST),
+            (false, xattr::REPLACE) => return Err(ENODATA),
+            _ => {}
+        }
+        x.insert(name.to_vec(), value.to_vec());
+        Ok(0)
+    }
+
+    fn listxattr(&self, (): &(), h: Handle, names: &mut [u8], cap: u32) -> CallResult {
+        let m = self.0.borrow();
+        let mut all = Vec::new();
+        for name in m.objects[&m.resolve(&h)?].xattrs.keys() {
+            all.extend_from_slice(name);
+            all.push(0);
+        }
+        if cap != 0 && all.len() > names.len() {
+            return Err(ERANGE);
+        }
+        let n = all.len().min(names.len());
+        names[..n].copy_from_slice(&all[..n]);
+        Ok(all.len() as i64)
+    }
+
+    fn removexattr(&self, (): &(), h: Handle, name: &[u8]) -> CallResult {
+        if !xattr::name_ok(name) {
+            return Err(EOPNOTSUPP);
+        }
+        let mut m = self.0.borrow_mut();
+        let ino = m.resolve(&h)?;
+        let x = &mut m.objects.get_mut(&ino).unwrap().xattrs;
+        x.remove(name).map(|_| 0).ok_or(ENODATA)
+    }
+
     fn statfs(&self, (): &(), h: Handle, st: &mut StatFs) -> CallResult {
         let m = self.0.borrow();
         m.resolve(&h)?;
@@ -484,7 +576,9 @@ fn root(t: &Direct) -> Handle {
 #[test]
 fn declaration() {
     assert_eq!((zoidfs::ID, zoidfs::NAME), (4, "zoidfs"));
-    assert_eq!(zoidfs::FUNCTIONS.len(), 19);
+    assert_eq!(zoidfs::FUNCTIONS.len(), 24);
+    assert_eq!(zoidfs::function_name(20), Some("mknod"));
+    assert_eq!(zoidfs::function_name(24), Some("removexattr"));
     assert_eq!(zoidfs::function_name(17), Some("open"));
     assert_eq!(zoidfs::function_name(19), Some("recalled"));
     assert_eq!(Recall::SIZE, Handle::SIZE + 8 + 4);
@@ -661,6 +755,135 @@ fn data_and_attributes() {
     assert_eq!((st.mtime_sec, st.mtime_nsec), (1_700_000_000, 123_456_789));
     assert_eq!(client::commit(&t, f, true), Ok(0));
     assert_eq!(client::read(&t, r, 0, &mut back, 16), errno(EISDIR));
+}
+
+#[test]
+fn special_files() {
+    let t = fs();
+    let r = root(&t);
+    let (mut h, mut st) = (Handle::default(), Stat::default());
+    assert_eq!(
+        client::mknod(&t, r, b"p", node::FIFO | 0o640, 0, &mut h, &mut st),
+        Ok(0)
+    );
+    assert_eq!((st.mode, st.rdev), (node::FIFO | 0o640, 0));
+    assert_eq!(
+        client::mknod(&t, r, b"c", node::CHR | 0o600, 0x103, &mut h, &mut st),
+        Ok(0)
+    );
+    assert_eq!((st.mode, st.rdev), (node::CHR | 0o600, 0x103));
+    // Regular files, directories and symlinks have calls of their own;
+    // stray bits are refused.
+    for bad in [
+        S_IFREG | 0o644,
+        S_IFDIR | 0o755,
+        S_IFLNK | 0o777,
+        node::FIFO | 0o1_000_000,
+    ] {
+        assert_eq!(
+            client::mknod(&t, r, b"x", bad, 0, &mut h, &mut st),
+            errno(EINVAL)
+        );
+    }
+    assert!(node::is_valid(node::SOCK | 0o7777) && node::is_valid(node::BLK));
+    assert!(!node::is_valid(0o644));
+}
+
+#[test]
+fn extended_attributes() {
+    let t = fs();
+    let r = root(&t);
+    let (mut f, mut st) = (Handle::default(), Stat::default());
+    assert_eq!(
+        client::create(&t, r, b"f", 0o644, true, &mut f, &mut st),
+        Ok(0)
+    );
+    let mut buf = [0u8; 64];
+    assert_eq!(
+        client::getxattr(&t, f, b"user.a", &mut buf, 64),
+        errno(ENODATA)
+    );
+    assert_eq!(
+        client::setxattr(&t, f, b"user.a", b"one", xattr::REPLACE),
+        errno(ENODATA)
+    );
+    assert_eq!(
+        client::setxattr(&t, f, b"user.a", b"one", xattr::CREATE),
+        Ok(0)
+    );
+    assert_eq!(
+        client::setxattr(&t, f, b"user.a", b"two", xattr::CREATE),
+        errno(EEXIST)
+    );
+    assert_eq!(
+        client::setxattr(&t, f, b"user.a", b"three", xattr::REPLACE),
+        Ok(0)
+    );
+    assert_eq!(client::setxattr(&t, f, b"trusted.b", b"", 0), Ok(0));
+    // Size 0 asks for the length only; too small a buffer is ERANGE.
+    assert_eq!(client::getxattr(&t, f, b"user.a", &mut buf, 0), Ok(5));
+    assert_eq!(
+        client::getxattr(&t, f, b"user.a", &mut buf[..2], 2),
+        errno(ERANGE)
+    );
+    assert_eq!(client::getxattr(&t, f, b"user.a", &mut buf, 64), Ok(5));
+    assert_eq!(&buf[..5], b"three");
+    assert_eq!(client::listxattr(&t, f, &mut buf, 0), Ok(17));
+    assert_eq!(client::listxattr(&t, f, &mut buf, 64), Ok(17));
+    assert_eq!(&buf[..17], b"trusted.b\0user.a\0");
+    assert_eq!(client::removexattr(&t, f, b"user.a"), Ok(0));
+    assert_eq!(client::removexattr(&t, f, b"user.a"), errno(ENODATA));
+    for name in [
+        &b"security.x"[..],
+        b"system.posix_acl_access",
+        b"user.",
+        b"user",
+    ] {
+        assert!(!xattr::name_ok(name));
+        assert_eq!(
+            client::getxattr(&t, f, name, &mut buf, 64),
+            errno(EOPNOTSUPP)
+        );
+    }
+    assert!(!xattr::name_ok(&[b'u'; 300]));
+}
+
+#[test]
+fn xattr_lists_keep_forwarded_names() {
+    let mut list = b"security.selinux\0user.a\0system.posix_acl_access\0trusted.t\0".to_vec();
+    let n = list.len();
+    assert_eq!(xattr::filter_list(&mut list, n), Some(17));
+    assert_eq!(&list[..17], b"user.a\0trusted.t\0");
+    // A last name without its NUL is malformed.
+    let mut bad = b"user.a\0user.b".to_vec();
+    assert_eq!(xattr::filter_list(&mut bad, 13), None);
+    assert_eq!(xattr::filter_list(&mut [], 0), Some(0));
+}
+
+proptest! {
+    /// Filtering keeps exactly the forwarded names, in order.
+    #[test]
+    fn xattr_filter_matches_name_ok(
+        names in proptest::collection::vec(
+            (0usize..4, proptest::collection::vec(1u8..=255, 0..6)), 0..12)
+    ) {
+        let prefixes: [&[u8]; 4] = [b"user.", b"trusted.", b"security.", b"system."];
+        let mut list = Vec::new();
+        let mut want = Vec::new();
+        for (p, rest) in &names {
+            let mut name = prefixes[*p].to_vec();
+            name.extend_from_slice(rest);
+            list.extend_from_slice(&name);
+            list.push(0);
+            if xattr::name_ok(&name) {
+                want.extend_from_slice(&name);
+                want.push(0);
+            }
+        }
+        let n = list.len();
+        let kept = xattr::filter_list(&mut list, n).unwrap();
+        prop_assert_eq!(&list[..kept], &want[..]);
+    }
 }
 
 #[test]

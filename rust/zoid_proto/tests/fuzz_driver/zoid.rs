@@ -728,6 +728,74 @@ impl zoidfs::Server for Dummy {
         outcome(seed_of(&h) + i64::from(grant))
     }
 
+    fn mknod(
+        &self,
+        ctx: &Rec,
+        dir: Handle,
+        name: &[u8],
+        mode: u32,
+        rdev: u64,
+        made: &mut Handle,
+        attr: &mut Stat,
+    ) -> CallResult {
+        let n = name.to_vec();
+        made!(
+            ctx,
+            seed_of(&dir) + i64::from(mode) - rdev as i64,
+            made,
+            attr,
+            |t, h, st| { zoidfs::client::mknod(t, dir, &n, mode, rdev, &mut h, &mut st) }
+        )
+    }
+
+    fn getxattr(
+        &self,
+        ctx: &Rec,
+        h: Handle,
+        name: &[u8],
+        value: &mut [u8],
+        cap: u32,
+    ) -> CallResult {
+        assert_eq!(value.len(), cap as usize);
+        let seed = seed_of(&h) + len(name) - i64::from(cap);
+        fill(value, seed);
+        let n = name.to_vec();
+        ctx.ran(Box::new(move |t| {
+            let mut buf = out_buf(cap);
+            let r = zoidfs::client::getxattr(t, h, &n, &mut buf, cap);
+            check_out(&buf, sent_ret(&r, cap), seed);
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn setxattr(&self, ctx: &Rec, h: Handle, name: &[u8], value: &[u8], flags: u32) -> CallResult {
+        let (n, v) = (name.to_vec(), value.to_vec());
+        ctx.ran(Box::new(move |t| {
+            zoidfs::client::setxattr(t, h, &n, &v, flags)
+        }));
+        outcome(seed_of(&h) + len(name) * 3 + len(value) + i64::from(flags))
+    }
+
+    fn listxattr(&self, ctx: &Rec, h: Handle, names: &mut [u8], cap: u32) -> CallResult {
+        assert_eq!(names.len(), cap as usize);
+        let seed = seed_of(&h) * 5 - i64::from(cap);
+        fill(names, seed);
+        ctx.ran(Box::new(move |t| {
+            let mut buf = out_buf(cap);
+            let r = zoidfs::client::listxattr(t, h, &mut buf, cap);
+            check_out(&buf, sent_ret(&r, cap), seed);
+            r
+        }));
+        outcome(seed)
+    }
+
+    fn removexattr(&self, ctx: &Rec, h: Handle, name: &[u8]) -> CallResult {
+        let n = name.to_vec();
+        ctx.ran(Box::new(move |t| zoidfs::client::removexattr(t, h, &n)));
+        outcome(seed_of(&h) - len(name))
+    }
+
     fn statfs(&self, ctx: &Rec, h: Handle, st: &mut StatFs) -> CallResult {
         let seed = seed_of(&h);
         let s = seed as u64;

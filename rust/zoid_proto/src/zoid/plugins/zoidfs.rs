@@ -298,6 +298,101 @@ zoid_plugin! {
     /// Relaxed consistency: the CN answers a [`Recall`] of `grant` on `h`
     /// (its dirty data is on the ION, its cache dropped).  Returns 0.
     fn recalled(h: in Handle, grant: in u32) = 19;
+
+    /// Creates special file `name` in `dir`: `mode` is a [`node`] type
+    /// and permission bits, `rdev` a device's number (Linux's
+    /// `new_encode_dev`, 0 for fifos and sockets).  Returns 0; `EINVAL`
+    /// for another type, `EPERM` for a device without `CAP_MKNOD`.
+    fn mknod(dir: in Handle, name: in str, mode: in u32, rdev: in u64, made: out Handle, attr: out Stat) = 20;
+
+    /// Extended attribute `name` of `h` (a whole [`xattr`] name): up to
+    /// `cap` bytes of its value.  Returns the value's length (`cap` 0:
+    /// only the length, as getxattr(2) with size 0); `ERANGE` when it is
+    /// longer than a non-zero `cap`, `ENODATA` when there is none,
+    /// `EOPNOTSUPP` for a name zoidfs does not forward.
+    fn getxattr(h: in Handle, name: in str, value: out bytes[cap, len = ret], cap: in u32) = 21;
+
+    /// Sets extended attribute `name` of `h` to `value` ([`xattr`]
+    /// `CREATE` / `REPLACE` in `flags`).  Returns 0.
+    fn setxattr(h: in Handle, name: in str, value: in bytes, flags: in u32) = 22;
+
+    /// The names of `h`'s extended attributes that zoidfs forwards, each
+    /// ending with a NUL, filling at most `cap` bytes.  Returns their
+    /// length (`cap` 0: only the length); `ERANGE` when `cap` is too
+    /// small.
+    fn listxattr(h: in Handle, names: out bytes[cap, len = ret], cap: in u32) = 23;
+
+    /// Removes extended attribute `name` of `h`.  Returns 0; `ENODATA`
+    /// when there is none.
+    fn removexattr(h: in Handle, name: in str) = 24;
+}
+
+/// `mknod`'s file types (`S_IF*`, the same on every architecture).
+pub mod node {
+    /// The type bits of a mode.
+    pub const TYPE_MASK: u32 = 0o170000;
+    /// A named pipe.
+    pub const FIFO: u32 = 0o010000;
+    /// A character device.
+    pub const CHR: u32 = 0o020000;
+    /// A block device.
+    pub const BLK: u32 = 0o060000;
+    /// A unix-domain socket.
+    pub const SOCK: u32 = 0o140000;
+
+    /// Whether `mode` is a type `mknod` makes, with permission bits only
+    /// besides.
+    pub fn is_valid(mode: u32) -> bool {
+        mode & !(TYPE_MASK | 0o7777) == 0 && matches!(mode & TYPE_MASK, FIFO | CHR | BLK | SOCK)
+    }
+}
+
+/// Extended attributes: which names zoidfs forwards (the `user.` and
+/// `trusted.` namespaces; not `security.`, which belongs to each node's
+/// LSM, nor `system.`, whose POSIX ACLs zoidfs does not carry) and
+/// Linux's limits.
+pub mod xattr {
+    /// `setxattr` flag: fail with `EEXIST` if the attribute exists.
+    pub const CREATE: u32 = 1;
+    /// `setxattr` flag: fail with `ENODATA` if it does not.
+    pub const REPLACE: u32 = 2;
+    /// Longest name (`XATTR_NAME_MAX`).
+    pub const MAX_NAME: usize = 255;
+    /// Largest value (`XATTR_SIZE_MAX`).
+    pub const MAX_VALUE: usize = 65536;
+    /// Largest list of names (`XATTR_LIST_MAX`).
+    pub const MAX_LIST: usize = 65536;
+    /// The namespaces zoidfs forwards.
+    pub const PREFIXES: [&[u8]; 2] = [b"user.", b"trusted."];
+
+    /// Whether `name` is one zoidfs forwards: a forwarded namespace's
+    /// prefix and at least one more byte, at most [`MAX_NAME`] bytes, no
+    /// NUL.
+    pub fn name_ok(name: &[u8]) -> bool {
+        name.len() <= MAX_NAME
+            && !name.contains(&0)
+            && PREFIXES
+                .iter()
+                .any(|p| name.len() > p.len() && name.starts_with(p))
+    }
+
+    /// Keeps the forwarded names of a list (names each ending with a NUL,
+    /// as listxattr(2) returns them) in the first `n` bytes of `buf`,
+    /// moving them down.  Returns the bytes kept, or `None` if the list
+    /// is malformed (its last name has no NUL).
+    pub fn filter_list(buf: &mut [u8], n: usize) -> Option<usize> {
+        let n = n.min(buf.len());
+        let (mut read, mut kept) = (0, 0);
+        while read < n {
+            let len = buf[read..n].iter().position(|&b| b == 0)?;
+            if name_ok(&buf[read..read + len]) {
+                buf.copy_within(read..=read + len, kept);
+                kept += len + 1;
+            }
+            read += len + 1;
+        }
+        Some(kept)
+    }
 }
 
 /// The ION's bookkeeping for relaxed consistency, per file: which CNs
