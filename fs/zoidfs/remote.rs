@@ -603,15 +603,32 @@ fn no_xattrs(e: Error) -> Error {
     }
 }
 
-/// The length an xattr call returned, checked against the caller's
-/// buffer (`size`, 0 for a length query) and Linux's `limit`: the VFS
-/// copies that many bytes to user space.
-fn xattr_len(n: i64, size: usize, limit: usize) -> Result<isize> {
-    let n = usize::try_from(n).map_err(|_| EIO)?;
-    if n > limit || (size != 0 && n > size) {
-        return Err(EIO);
-    }
-    isize::try_from(n).map_err(|_| EIO)
+/// An xattr call that fills `buf` (getxattr, listxattr; empty `buf`: a
+/// length query).  Returns the length the ION answered, checked against
+/// `buf` and Linux's `limit` (the VFS copies that many bytes to user
+/// space), or a negative errno.
+fn xattr_read(
+    c: &RawConn,
+    fh: &RawHandle,
+    op: Op,
+    buf: &mut [u8],
+    limit: usize,
+    call: impl FnOnce(&ZoidTransport, Handle, &mut [u8], u32) -> core::result::Result<i64, CallError>,
+) -> isize {
+    let size = buf.len();
+    let r = (|| -> Result<isize> {
+        let h = handle_in(fh)?;
+        let cap = u32::try_from(size).map_err(|_| E2BIG)?;
+        let n = Remote::new(c)
+            .run(op, |t| call(t, h, buf, cap))
+            .map_err(no_xattrs)?;
+        let n = usize::try_from(n).map_err(|_| EIO)?;
+        if n > limit || (size != 0 && n > size) {
+            return Err(EIO);
+        }
+        isize::try_from(n).map_err(|_| EIO)
+    })();
+    r.unwrap_or_else(|e| neg(e) as isize)
 }
 
 /// `buf` as a slice of `size` bytes (empty when `size` is 0, whatever
@@ -646,15 +663,14 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_getxattr(
 ) -> isize {
     // SAFETY: the caller's guarantees.
     let (c, fh, name, buf) = unsafe { (&*c, &*fh, bytes(name, name_len), out_slice(buf, size)) };
-    let r = (|| -> Result<isize> {
-        let h = handle_in(fh)?;
-        let cap = u32::try_from(buf.len()).map_err(|_| E2BIG)?;
-        let n = Remote::new(c)
-            .run(Op::Getxattr, |t| client::getxattr(t, h, name, buf, cap))
-            .map_err(no_xattrs)?;
-        xattr_len(n, buf.len(), xattr::MAX_VALUE)
-    })();
-    r.unwrap_or_else(|e| neg(e) as isize)
+    xattr_read(
+        c,
+        fh,
+        Op::Getxattr,
+        buf,
+        xattr::MAX_VALUE,
+        |t, h, b, cap| client::getxattr(t, h, name, b, cap),
+    )
 }
 
 /// `zoidfs_rs_setxattr()`.
@@ -708,15 +724,14 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_listxattr(
 ) -> isize {
     // SAFETY: the caller's guarantees.
     let (c, fh, buf) = unsafe { (&*c, &*fh, out_slice(buf, size)) };
-    let r = (|| -> Result<isize> {
-        let h = handle_in(fh)?;
-        let cap = u32::try_from(buf.len()).map_err(|_| E2BIG)?;
-        let n = Remote::new(c)
-            .run(Op::Listxattr, |t| client::listxattr(t, h, buf, cap))
-            .map_err(no_xattrs)?;
-        xattr_len(n, buf.len(), xattr::MAX_LIST)
-    })();
-    r.unwrap_or_else(|e| neg(e) as isize)
+    xattr_read(
+        c,
+        fh,
+        Op::Listxattr,
+        buf,
+        xattr::MAX_LIST,
+        client::listxattr,
+    )
 }
 
 /// `zoidfs_rs_removexattr()`.
