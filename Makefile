@@ -11,6 +11,8 @@
 #   make modules [ZOID_ARCH=..] [FLAVOR=..] [KDIR=..] [CLIPPY=1]
 #                                    build the .ko files (into out/<arch>-<flavor>/)
 #   make host-test                   cargo test of the no_std protocol crate
+#   make sim                         discrete-event simulation of treenet at scale
+#                                    (zoid_proto's real code, up to 256 CNs): tables
 #   make fmt                         rustfmt every Rust file
 #   make bench-treenet               treenet vs TCP between 2 VMs (x86_64 release pset),
 #                                    ends with RATIO lines (> 1: treenet better)
@@ -28,7 +30,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test fmt clean bench bench-treenet bench-zoid
+.PHONY: run check setup kernel modules host-test sim fmt clean bench bench-treenet bench-zoid
 
 run:
 	@scripts/run.sh
@@ -57,10 +59,14 @@ bench-zoid:
 host-test:
 	cargo test --locked --manifest-path rust/zoid_proto/Cargo.toml
 
+sim:
+	cargo run --release --locked --manifest-path rust/zoid_sim/Cargo.toml
+
 fmt:
 	cargo fmt --manifest-path rust/zoid_proto/Cargo.toml
+	cargo fmt --manifest-path rust/zoid_sim/Cargo.toml
 	rustfmt --edition 2021 --config-path $$(scripts/fetch-kernel.sh)/.rustfmt.toml \
-		$$(git ls-files '*.rs' | grep -v '^rust/zoid_proto/')
+		$$(git ls-files '*.rs' | grep -v '^rust/zoid_proto/' | grep -v '^rust/zoid_sim/')
 
 clean:
-	rm -rf out rust/zoid_proto/target
+	rm -rf out rust/zoid_proto/target rust/zoid_sim/target

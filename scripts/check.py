@@ -3,8 +3,9 @@
 """`make check`: zoid's whole test suite, ending with `N passed, N failed`.
 
 Steps (each counted; a failure does not stop the later independent steps):
-  * host: `cargo test` of rust/zoid_proto (every test counts), clippy and
-    rustfmt on the host crate, unit tests of the pset harness's log parsing;
+  * host: `cargo test` of rust/zoid_proto and rust/zoid_sim (every test
+    counts), clippy and rustfmt on both host crates, unit tests of the pset
+    harness's log parsing;
   * rustfmt (kernel's .rustfmt.toml) on every kernel-side Rust file;
   * per arch (x86_64 debug, ppc32 debug): kernel build (cached), module build
     with warnings as errors and clippy (W=e CLIPPY=1), then a pset boot where
@@ -57,20 +58,26 @@ def run(cmd, log_name, **kw):
     return p.returncode == 0, p.stdout
 
 
+# Host crates: (directory, log name prefix, label).
+HOST_CRATES = [("rust/zoid_proto", "host", "host"),
+               ("rust/zoid_sim", "sim", "sim (treenet simulator)")]
+
+
 def host_checks():
-    manifest = ["--manifest-path", "rust/zoid_proto/Cargo.toml"]
-    ok, out = run(["cargo", "test", "--locked"] + manifest, "host-cargo-test")
-    n_pass = sum(int(m) for m in re.findall(r"test result: \w+\. (\d+) passed", out))
-    n_fail = sum(int(m) for m in re.findall(r"(\d+) failed;", out))
-    if n_pass:
-        record(True, "host cargo test", n_pass)
-    if n_fail or not ok:
-        record(False, "host cargo test", max(n_fail, 1))
-    ok, _ = run(["cargo", "clippy", "--locked", "--all-targets"] + manifest + ["--", "-D", "warnings"],
-                "host-clippy")
-    record(ok, "host clippy (-D warnings)")
-    ok, _ = run(["cargo", "fmt", "--check"] + manifest, "host-rustfmt")
-    record(ok, "host rustfmt")
+    for crate, log, label in HOST_CRATES:
+        manifest = ["--manifest-path", crate + "/Cargo.toml"]
+        ok, out = run(["cargo", "test", "--locked"] + manifest, log + "-cargo-test")
+        n_pass = sum(int(m) for m in re.findall(r"test result: \w+\. (\d+) passed", out))
+        n_fail = sum(int(m) for m in re.findall(r"(\d+) failed;", out))
+        if n_pass:
+            record(True, f"{label} cargo test", n_pass)
+        if n_fail or not ok:
+            record(False, f"{label} cargo test", max(n_fail, 1))
+        ok, _ = run(["cargo", "clippy", "--locked", "--all-targets"] + manifest
+                    + ["--", "-D", "warnings"], log + "-clippy")
+        record(ok, f"{label} clippy (-D warnings)")
+        ok, _ = run(["cargo", "fmt", "--check"] + manifest, log + "-rustfmt")
+        record(ok, f"{label} rustfmt")
     ok, out = run([sys.executable, "qemu/test_pset.py"], "host-pset-harness")
     ran = re.search(r"Ran (\d+) test", out)
     n_bad = sum(int(n) for n in re.findall(r"(?:failures|errors)=(\d+)", out))
@@ -89,7 +96,7 @@ def kernel_rustfmt():
     ksrc = src.strip().splitlines()[-1]
     files = subprocess.run(["git", "ls-files", "*.rs"], cwd=REPO, stdout=subprocess.PIPE,
                            text=True, check=True).stdout.split()
-    files = [f for f in files if not f.startswith("rust/zoid_proto/")]
+    files = [f for f in files if not f.startswith(("rust/zoid_proto/", "rust/zoid_sim/"))]
     ok, _ = run(["rustfmt", "--check", "--edition", "2021", "--config-path",
                  os.path.join(ksrc, ".rustfmt.toml")] + files, "kernel-rustfmt")
     record(ok, f"rustfmt (kernel style) on {len(files)} kernel-side files")

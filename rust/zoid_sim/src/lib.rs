@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A deterministic discrete-event simulator of treenet at scale, on the host.
+//!
+//! N compute nodes (CNs) send messages to one I/O node (ION) over a tree of
+//! links.  Per-hop reliability, fragmentation, reassembly and rendezvous
+//! grants are zoid_proto's real code (`treenet::arq`, `treenet::frag`,
+//! `treenet::grant`, `treenet::wire`), called the way
+//! `drivers/treenet/engine.rs` calls them; the links, the clock and the
+//! workload are simulated.  See `docs/sim.md`.
+//!
+//! Everything derives from [`Config::seed`]: the same configuration gives
+//! bit-identical [`Metrics`].
+
+#![forbid(unsafe_code)]
+
+pub mod rng;
+mod sim;
+pub mod stats;
+
+pub use sim::run;
+
+/// Largest `window` treenet supports (zoid_proto's constant).
+pub use zoid_proto::treenet::arq::MAX_WINDOW;
+
+/// One simulation's parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Seed of every random choice (loss, start jitter, message ids).
+    pub seed: u64,
+    /// Compute nodes, 1..=256.
+    pub cns: usize,
+    /// Children per node in the tree: `>= cns` is a star (every CN a
+    /// neighbour of the ION), smaller values make CNs relay for CNs below.
+    pub fanout: usize,
+    /// Messages each CN sends to the ION.
+    pub messages: usize,
+    /// Bytes per message.
+    pub size: usize,
+    /// Draw each message's length uniformly from `1..=size` (seeded)
+    /// instead of sending `size` bytes every time.
+    pub random_sizes: bool,
+    /// Messages a CN has outstanding (sent, reply not yet received); 1 is
+    /// ZOID's synchronous forwarded call.
+    pub outstanding: usize,
+    /// Payload bytes per frame (`packet_size`): 240 is ZOID's packet mode,
+    /// 1484 an MTU of 1500, 8984 an MTU of 9000.
+    pub payload: usize,
+    /// Link-layer bytes per frame besides treenet's header and payload
+    /// (0 for tree packets; 38 for Ethernet's preamble, header, FCS, gap).
+    pub frame_overhead: usize,
+    /// Messages of more frames than this go by rendezvous; `None` is eager
+    /// only (the kernel's `ack_threshold=0`).
+    pub ack_threshold: Option<usize>,
+    /// Frames in flight per lane (`window`, at most [`MAX_WINDOW`]).
+    pub window: usize,
+    /// Large messages a receiver grants at once (`grant_slots`).
+    pub grant_slots: usize,
+    /// Bandwidth of every CN link, bytes per second (each direction).
+    pub link_bw: u64,
+    /// Bandwidth of the ION's port, bytes per second (each direction):
+    /// every frame to or from the ION crosses it; the bottleneck.
+    pub ion_bw: u64,
+    /// Propagation plus per-hop processing latency, ns.
+    pub latency_ns: u64,
+    /// Loss probability of a frame on one hop, parts per million.
+    pub loss_ppm: u32,
+    /// ION worker threads serving delivered messages (0: served at once).
+    pub workers: usize,
+    /// Service time of one message on a worker, ns.
+    pub service_ns: u64,
+    /// Bytes of the ION's reply to each message.
+    pub reply_size: usize,
+    /// `rto_min_ms`, in µs.
+    pub rto_min_us: u64,
+    /// `rto_max_ms`, in µs.
+    pub rto_max_us: u64,
+    /// `ack_delay_us`.
+    pub ack_delay_us: u64,
+    /// Not engine.rs behaviour (default `false`): after an ack with
+    /// selective bits, scan again once holes are `max(srtt, 1 ms)` old.
+    /// engine.rs scans only when an ack arrives or an RTO is due, so a hole
+    /// in a window that drains in less than 1 ms waits for the RTO.
+    pub fast_rtx_timer: bool,
+    /// Simulated time after which the run stops (a stuck run is reported,
+    /// not looped on forever), ns.
+    pub time_limit_ns: u64,
+}
+
+impl Default for Config {
+    /// 16 CNs in a star, 8 forwarded writes of 64 KiB each, ZOID's 240-byte
+    /// packets on 350 MB/s links (Blue Gene/L's tree), the kernel's knob
+    /// defaults (`ack_threshold=16`, `window=128`, `grant_slots=2`,
+    /// `rto_min_ms=20`, `rto_max_ms=2000`, `ack_delay_us=2000`).
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            cns: 16,
+            fanout: 256,
+            messages: 8,
+            size: 64 << 10,
+            random_sizes: false,
+            outstanding: 1,
+            payload: zoid_proto::treenet::wire::ZOID_PACKET_PAYLOAD,
+            frame_overhead: 0,
+            ack_threshold: Some(16),
+            window: MAX_WINDOW,
+            grant_slots: 2,
+            link_bw: 350_000_000,
+            ion_bw: 350_000_000,
+            latency_ns: 2_000,
+            loss_ppm: 0,
+            workers: 0,
+            service_ns: 0,
+            reply_size: 32,
+            rto_min_us: 20_000,
+            rto_max_us: 2_000_000,
+            ack_delay_us: 2_000,
+            fast_rtx_timer: false,
+            time_limit_ns: 600_000_000_000,
+        }
+    }
+}
+
+/// Results of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metrics {
+    /// Messages the CNs were to send.
+    pub expected: u64,
+    /// Distinct messages delivered to the ION.
+    pub delivered: u64,
+    /// Deliveries of a message already delivered (must be 0).
+    pub duplicates: u64,
+    /// Messages whose reply reached their CN.
+    pub completed: u64,
+    /// Payload bytes delivered to the ION (distinct messages).
+    pub delivered_bytes: u64,
+    /// Time of the last reply, ns.
+    pub makespan_ns: u64,
+    /// `delivered_bytes / makespan`, bytes per second.
+    pub throughput: f64,
+    /// `throughput / ion_bw`.
+    pub ion_fraction: f64,
+    /// Per CN: its bytes divided by the time its last reply arrived.
+    pub per_cn: Vec<f64>,
+    /// Jain's fairness index over `per_cn` (1 = perfectly fair).
+    pub jain: f64,
+    /// Median message latency (submission to reply), ns.
+    pub p50_ns: u64,
+    /// 99th percentile message latency, ns.
+    pub p99_ns: u64,
+    /// Frames put on a link, retransmissions and acks included.
+    pub frames_sent: u64,
+    /// Data frames retransmitted.
+    pub retransmits: u64,
+    /// Ack frames sent.
+    pub acks_sent: u64,
+    /// Frames lost on links.
+    pub frames_lost: u64,
+    /// Retransmission timeouts that expired.
+    pub rto_expired: u64,
+    /// Duplicate data frames received (dropped by the receive window).
+    pub rx_duplicates: u64,
+    /// Frames beyond the receive window (dropped).
+    pub rx_out_of_window: u64,
+    /// Reassembly errors (must be 0: the frames come from `frame_spec`).
+    pub reasm_errors: u64,
+    /// Rendezvous requests refused by a full `GrantQueue` (the message then
+    /// never goes: the engine sends no reject for this case).
+    pub grant_queue_full: u64,
+    /// Largest queue of the ION's inbound port, frames.
+    pub max_ion_queue: usize,
+    /// Largest queue of any CN link (either direction), frames.
+    pub max_link_queue: usize,
+    /// Most requests waiting in any node's `GrantQueue`.
+    pub max_grant_waiting: usize,
+    /// Most out-of-order frames buffered in any receive lane.
+    pub max_reorder: usize,
+    /// Most messages queued at any node for one neighbour (all lanes and
+    /// the rendezvous wait list).
+    pub max_msgs_queued: usize,
+    /// Events processed.
+    pub events: u64,
+}
+
+impl Metrics {
+    /// Every message delivered exactly once and answered.
+    pub fn exactly_once(&self) -> bool {
+        self.delivered == self.expected && self.duplicates == 0 && self.completed == self.expected
+    }
+}

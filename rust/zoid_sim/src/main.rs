@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `make sim`: treenet's standard scenarios as Markdown tables.
+
+use zoid_sim::{run, Config, Metrics};
+
+fn mode(t: Option<usize>) -> String {
+    match t {
+        None => "eager".into(),
+        Some(k) => format!("rendezvous K={k}"),
+    }
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.0}", ns as f64 / 1000.0)
+}
+
+fn row(label: &str, m: &Metrics) {
+    println!(
+        "| {label} | {:.1} % | {:.4} | {} | {} | {} | {} | {} | {} | {} |",
+        m.ion_fraction * 100.0,
+        m.jain,
+        us(m.p50_ns),
+        us(m.p99_ns),
+        m.frames_sent,
+        m.retransmits,
+        m.max_ion_queue,
+        m.max_link_queue,
+        if m.exactly_once() { "yes" } else { "NO" },
+    );
+}
+
+fn header(first: &str) {
+    println!(
+        "| {first} | ION link used | Jain | p50 µs | p99 µs | frames sent | retransmits | max ION queue | max link queue | exactly once |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+}
+
+fn main() {
+    let base = Config::default();
+    println!(
+        "Defaults: star, {} messages of {} KiB per CN, 1 outstanding, {}-byte packets, {} MB/s links and ION port, {} µs per hop, window {}, grant_slots {}, seed {}.\n",
+        base.messages,
+        base.size >> 10,
+        base.payload,
+        base.ion_bw / 1_000_000,
+        base.latency_ns / 1000,
+        base.window,
+        base.grant_slots,
+        base.seed
+    );
+
+    println!("## (a) eager vs rendezvous\n");
+    header("CNs, mode");
+    for n in [1, 8, 16, 32, 64] {
+        for t in [None, Some(16)] {
+            let m = run(&Config {
+                cns: n,
+                ack_threshold: t,
+                ..base.clone()
+            });
+            row(&format!("{n}, {}", mode(t)), &m);
+        }
+    }
+
+    println!("\n## (a') 64 CNs in a tree (CNs relay for CNs below them)\n");
+    header("fanout, mode");
+    for fanout in [2, 4, 8] {
+        for t in [None, Some(16)] {
+            let m = run(&Config {
+                cns: 64,
+                fanout,
+                ack_threshold: t,
+                ..base.clone()
+            });
+            row(&format!("{fanout}, {}", mode(t)), &m);
+        }
+    }
+
+    println!("\n## (b) ack_threshold sweep, 64 CNs, message sizes uniform in 1..=64 KiB\n");
+    header("ack_threshold");
+    for t in [Some(1), Some(4), Some(16), Some(64), Some(128), None] {
+        let m = run(&Config {
+            cns: 64,
+            ack_threshold: t,
+            random_sizes: true,
+            ..base.clone()
+        });
+        row(&mode(t), &m);
+    }
+
+    println!("\n## (c) loss, 16 CNs, rendezvous K=16\n");
+    println!(
+        "| loss per hop | ION link used | p99 µs | frames sent | frames lost | retransmits | RTO expiries | delivered / expected | duplicates | exactly once |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (ppm, fast, slots) in [
+        (0, false, 2),
+        (10_000, false, 2),
+        (100_000, false, 2),
+        (10_000, true, 2),
+        (100_000, true, 2),
+        (10_000, false, 8),
+        (10_000, true, 8),
+        (100_000, true, 8),
+    ] {
+        let m = run(&Config {
+            cns: 16,
+            loss_ppm: ppm,
+            fast_rtx_timer: fast,
+            grant_slots: slots,
+            ..base.clone()
+        });
+        println!(
+            "| {} %{} | {:.1} % | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            ppm / 10_000,
+            match (fast, slots) {
+                (false, 2) => String::new(),
+                (true, 2) => " + fast_rtx_timer".into(),
+                (false, s) => format!(", grant_slots {s}"),
+                (true, s) => format!(" + fast_rtx_timer, grant_slots {s}"),
+            },
+            m.ion_fraction * 100.0,
+            us(m.p99_ns),
+            m.frames_sent,
+            m.frames_lost,
+            m.retransmits,
+            m.rto_expired,
+            m.delivered,
+            m.expected,
+            m.duplicates,
+            if m.exactly_once() { "yes" } else { "NO" },
+        );
+    }
+}

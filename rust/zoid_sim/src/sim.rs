@@ -1,0 +1,1023 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The event loop and the per-node engines.
+//!
+//! Each node runs a model of `drivers/treenet/engine.rs`: per neighbour two
+//! lanes (control, bulk) with zoid_proto's `SendWindow` / `RecvWindow`,
+//! messages cut into frames by `frag::frame_spec` and reassembled by
+//! `frag::Reassembler`, rendezvous requests queued in a `GrantQueue`.  The
+//! engine's own glue (which lane, when to ack, when to scan for
+//! retransmissions, RTS/CTS messages) is re-implemented here following
+//! engine.rs; the engine runs in zero simulated time, every frame is
+//! handled in its own "pass".
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow, MAX_WINDOW};
+use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
+use zoid_proto::treenet::grant::{GrantQueue, Request};
+use zoid_proto::treenet::wire::{
+    self, Lane, MsgHeader, FLAG_FIRST, HEADER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
+};
+
+use crate::rng::Rng;
+use crate::{stats, Config, Metrics};
+
+/// engine.rs: an ack goes out at once when this many frames are unacked.
+const ACK_EVERY: u32 = 2;
+/// engine.rs: capacity of a node's rendezvous `GrantQueue`.
+const GRANT_QUEUE: usize = 128;
+/// engine.rs `request_next`: requests to send outstanding per neighbour.
+const RTS_MAX: u32 = 2;
+/// engine.rs `lane_tx`: RTO before the first RTT sample, µs.
+const RTO_INITIAL_US: u64 = 200_000;
+/// engine.rs: treenet's own channel (RTS/CTS travel on it).
+const CHANNEL_TREENET: u16 = 0;
+/// The upper layer's channel (zoid's forwarded calls).
+const CHANNEL_APP: u16 = 4;
+const CTL_RTS: u8 = 1;
+const CTL_CTS: u8 = 2;
+/// engine.rs `max_msg_size` upper bound.
+const MAX_MSG: usize = 64 << 20;
+/// `Ev::Rtx` generation of a fast-retransmission scan.
+const FAST_SCAN: u64 = u64::MAX;
+/// Node index of the ION; CNs are 1..=cns.
+const ION: usize = 0;
+
+/// What a message means to the simulated upper layers (the sim carries no
+/// message bytes beyond the message header).
+#[derive(Clone, Copy, Debug)]
+enum Content {
+    /// A CN's forwarded write.
+    Request,
+    /// A rendezvous control message (engine.rs `send_control`).
+    Ctl { op: u8, id: u32, len: u32 },
+    /// The ION's reply to request `req` of the destination CN.
+    Reply { req: u32 },
+}
+
+/// engine.rs `OutMsg`: a message queued for one neighbour.
+#[derive(Clone, Copy, Debug)]
+struct OutMsg {
+    header: MsgHeader,
+    content: Content,
+    frames: usize,
+    first_seq: u32,
+    sent: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Body {
+    Data {
+        lane: Lane,
+        seq: u32,
+        flags: u8,
+        header: MsgHeader,
+        len: usize,
+        content: Content,
+    },
+    Ack {
+        lane: Lane,
+        next: u32,
+        sack: [u8; 8],
+    },
+}
+
+/// One frame on the wire between two neighbours.
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    from: usize,
+    to: usize,
+    bytes: usize,
+    /// Stage of the route (link queue) the frame is in.
+    hop: u8,
+    body: Body,
+}
+
+struct TxLane {
+    win: SendWindow,
+    msgs: VecDeque<OutMsg>,
+    timer_at: u64,
+    timer_gen: u64,
+    /// Pending fast-retransmission scan (`Config::fast_rtx_timer`).
+    in_flight_scan: u64,
+}
+
+struct RxLane {
+    win: RecvWindow,
+    reasm: Reassembler,
+    ahead: Vec<Option<Frame>>,
+    buffered: usize,
+    current: Option<MsgHeader>,
+    unacked: u32,
+    ack_now: bool,
+    ack_due: u64,
+    ack_gen: u64,
+}
+
+struct Peer {
+    node: usize,
+    tx: [TxLane; 2],
+    rx: [RxLane; 2],
+    rdv_wait: VecDeque<OutMsg>,
+    rts_out: u32,
+    granted: Option<u32>,
+}
+
+struct Node {
+    parent: Option<usize>,
+    peers: Vec<Peer>,
+    grants: Box<GrantQueue<GRANT_QUEUE>>,
+    next_id: u32,
+}
+
+/// A FIFO transmit queue with a serialisation rate.
+struct Chan {
+    bw: u64,
+    queue: VecDeque<Frame>,
+    busy: bool,
+    max_len: usize,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Start(usize),
+    TxDone(usize),
+    Arrive(Frame),
+    Rtx {
+        node: usize,
+        peer: usize,
+        lane: usize,
+        gen: u64,
+    },
+    AckDue {
+        node: usize,
+        peer: usize,
+        lane: usize,
+        gen: u64,
+    },
+    Served {
+        origin: usize,
+        id: u32,
+    },
+}
+
+struct Entry {
+    t: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    /// Reversed: `BinaryHeap` is a max-heap, the earliest event comes first,
+    /// ties in scheduling order.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct App {
+    sent: usize,
+    inflight: usize,
+    bytes: u64,
+    finish: u64,
+}
+
+struct Sim {
+    cfg: Config,
+    now: u64,
+    seq: u64,
+    heap: BinaryHeap<Entry>,
+    rng: Rng,
+    nodes: Vec<Node>,
+    chans: Vec<Chan>,
+    peer_idx: HashMap<(usize, usize), usize>,
+    scratch: Vec<u8>,
+    app: Vec<App>,
+    /// Submission time and length of each outstanding request.
+    submitted: HashMap<(usize, u32), (u64, usize)>,
+    delivered: HashMap<(usize, u32), u32>,
+    latencies: Vec<u64>,
+    workers_busy: usize,
+    backlog: VecDeque<(usize, u32)>,
+    m: Metrics,
+}
+
+fn lane_tx(cfg: &Config) -> TxLane {
+    TxLane {
+        win: SendWindow::new(
+            0,
+            cfg.window,
+            RtoEstimator::new(RTO_INITIAL_US, cfg.rto_min_us, cfg.rto_max_us),
+        ),
+        msgs: VecDeque::new(),
+        timer_at: u64::MAX,
+        timer_gen: 0,
+        in_flight_scan: 0,
+    }
+}
+
+fn lane_rx(cfg: &Config) -> RxLane {
+    RxLane {
+        win: RecvWindow::new(0, cfg.window),
+        reasm: Reassembler::new(),
+        ahead: vec![None; MAX_WINDOW],
+        buffered: 0,
+        current: None,
+        unacked: 0,
+        ack_now: false,
+        ack_due: u64::MAX,
+        ack_gen: 0,
+    }
+}
+
+/// Runs one simulation to completion (or to `time_limit_ns`).
+///
+/// # Panics
+///
+/// If `cns` is not in 1..=256 or `payload` is below treenet's minimum.
+pub fn run(cfg: &Config) -> Metrics {
+    assert!((1..=256).contains(&cfg.cns), "cns must be 1..=256");
+    assert!(cfg.payload >= MIN_PACKET_PAYLOAD, "payload below 64");
+    let mut sim = Sim::new(cfg.clone());
+    sim.run();
+    sim.finish()
+}
+
+impl Sim {
+    fn new(cfg: Config) -> Self {
+        let n = cfg.cns;
+        let fanout = cfg.fanout.max(1);
+        let mut rng = Rng::new(cfg.seed);
+        let mut nodes: Vec<Node> = (0..=n)
+            .map(|i| Node {
+                parent: (i > 0).then(|| if fanout >= n { ION } else { (i - 1) / fanout }),
+                peers: Vec::new(),
+                grants: Box::new(GrantQueue::new(cfg.grant_slots)),
+                next_id: rng.next_u64() as u32,
+            })
+            .collect();
+        let mut peer_idx = HashMap::new();
+        for i in 1..=n {
+            let p = nodes[i].parent.unwrap_or(ION);
+            for (a, b) in [(i, p), (p, i)] {
+                peer_idx.insert((a, b), nodes[a].peers.len());
+                nodes[a].peers.push(Peer {
+                    node: b,
+                    tx: [lane_tx(&cfg), lane_tx(&cfg)],
+                    rx: [lane_rx(&cfg), lane_rx(&cfg)],
+                    rdv_wait: VecDeque::new(),
+                    rts_out: 0,
+                    granted: None,
+                });
+            }
+        }
+        let chans = (0..2 * (n + 1))
+            .map(|c| Chan {
+                bw: if c < 2 { cfg.ion_bw } else { cfg.link_bw }.max(1),
+                queue: VecDeque::new(),
+                busy: false,
+                max_len: 0,
+            })
+            .collect();
+        let m = Metrics {
+            expected: (n * cfg.messages) as u64,
+            delivered: 0,
+            duplicates: 0,
+            completed: 0,
+            delivered_bytes: 0,
+            makespan_ns: 0,
+            throughput: 0.0,
+            ion_fraction: 0.0,
+            per_cn: Vec::new(),
+            jain: 1.0,
+            p50_ns: 0,
+            p99_ns: 0,
+            frames_sent: 0,
+            retransmits: 0,
+            acks_sent: 0,
+            frames_lost: 0,
+            rto_expired: 0,
+            rx_duplicates: 0,
+            rx_out_of_window: 0,
+            reasm_errors: 0,
+            grant_queue_full: 0,
+            max_ion_queue: 0,
+            max_link_queue: 0,
+            max_grant_waiting: 0,
+            max_reorder: 0,
+            max_msgs_queued: 0,
+            events: 0,
+        };
+        let mut sim = Self {
+            scratch: vec![0; cfg.payload + MSG_HEADER_LEN],
+            cfg,
+            now: 0,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            rng,
+            nodes,
+            chans,
+            peer_idx,
+            app: vec![App::default(); n + 1],
+            submitted: HashMap::new(),
+            delivered: HashMap::new(),
+            latencies: Vec::new(),
+            workers_busy: 0,
+            backlog: VecDeque::new(),
+            m,
+        };
+        for cn in 1..=n {
+            let jitter = sim.rng.below(10_000);
+            sim.at(jitter, Ev::Start(cn));
+        }
+        sim
+    }
+
+    fn at(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Entry {
+            t,
+            seq: self.seq,
+            ev,
+        });
+    }
+
+    fn after(&mut self, dt: u64, ev: Ev) {
+        self.at(self.now.saturating_add(dt), ev);
+    }
+
+    /// The engine's clock: wrapping µs, as `now_us()` in the kernel.
+    fn now_us(&self) -> u32 {
+        (self.now / 1000) as u32
+    }
+
+    fn run(&mut self) {
+        while let Some(e) = self.heap.pop() {
+            if e.t > self.cfg.time_limit_ns {
+                break;
+            }
+            self.now = e.t;
+            self.m.events += 1;
+            match e.ev {
+                Ev::Start(cn) => self.submit(cn),
+                Ev::TxDone(c) => self.tx_done(c),
+                Ev::Arrive(f) => self.arrive(f),
+                Ev::Rtx {
+                    node,
+                    peer,
+                    lane,
+                    gen,
+                } => {
+                    let l = &mut self.nodes[node].peers[peer].tx[lane];
+                    if gen == FAST_SCAN {
+                        self.retransmit(node, peer, lane);
+                        self.arm_timer(node, peer, lane);
+                    } else if l.timer_gen == gen {
+                        l.timer_at = u64::MAX;
+                        self.retransmit(node, peer, lane);
+                        self.arm_timer(node, peer, lane);
+                    }
+                }
+                Ev::AckDue {
+                    node,
+                    peer,
+                    lane,
+                    gen,
+                } => {
+                    if self.nodes[node].peers[peer].rx[lane].ack_gen == gen {
+                        self.maybe_ack(node, peer, lane, true);
+                    }
+                }
+                Ev::Served { origin, id } => {
+                    self.reply(origin, id);
+                    match self.backlog.pop_front() {
+                        Some((o, i)) => {
+                            self.after(self.cfg.service_ns, Ev::Served { origin: o, id: i })
+                        }
+                        None => self.workers_busy -= 1,
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> Metrics {
+        let m = &mut self.m;
+        m.makespan_ns = self.app.iter().map(|a| a.finish).max().unwrap_or(0);
+        if m.makespan_ns > 0 {
+            m.throughput = m.delivered_bytes as f64 * 1e9 / m.makespan_ns as f64;
+        }
+        m.ion_fraction = m.throughput / self.cfg.ion_bw as f64;
+        m.per_cn = self.app[1..]
+            .iter()
+            .map(|a| {
+                if a.finish == 0 {
+                    0.0
+                } else {
+                    a.bytes as f64 * 1e9 / a.finish as f64
+                }
+            })
+            .collect();
+        m.jain = stats::jain(&m.per_cn);
+        self.latencies.sort_unstable();
+        m.p50_ns = stats::percentile(&self.latencies, 50);
+        m.p99_ns = stats::percentile(&self.latencies, 99);
+        m.max_ion_queue = self.chans[0].max_len.max(self.chans[1].max_len);
+        m.max_link_queue = self.chans[2..].iter().map(|c| c.max_len).max().unwrap_or(0);
+        self.m
+    }
+
+    // ---- links -------------------------------------------------------
+
+    fn parent(&self, n: usize) -> Option<usize> {
+        self.nodes[n].parent
+    }
+
+    /// Link queues a frame crosses from `from` to its neighbour `to`:
+    /// channel 0/1 are the ION's port (in/out), `2i`/`2i+1` CN `i`'s link
+    /// to its parent (up/down).
+    fn route_stages(&self, from: usize, to: usize) -> ([usize; 2], usize) {
+        if self.parent(from) == Some(to) {
+            if to == ION {
+                ([2 * from, 0], 2)
+            } else {
+                ([2 * from, 0], 1)
+            }
+        } else if from == ION {
+            ([1, 2 * to + 1], 2)
+        } else {
+            ([2 * to + 1, 0], 1)
+        }
+    }
+
+    fn push_frame(&mut self, f: Frame) {
+        self.m.frames_sent += 1;
+        let (st, _) = self.route_stages(f.from, f.to);
+        self.chan_push(st[0], f);
+    }
+
+    fn chan_push(&mut self, c: usize, f: Frame) {
+        let ch = &mut self.chans[c];
+        ch.queue.push_back(f);
+        ch.max_len = ch.max_len.max(ch.queue.len());
+        if !ch.busy {
+            self.chan_start(c);
+        }
+    }
+
+    fn chan_start(&mut self, c: usize) {
+        let ch = &mut self.chans[c];
+        match ch.queue.front() {
+            Some(f) => {
+                ch.busy = true;
+                let t = (f.bytes as u64 * 1_000_000_000).div_ceil(ch.bw);
+                self.after(t, Ev::TxDone(c));
+            }
+            None => ch.busy = false,
+        }
+    }
+
+    fn tx_done(&mut self, c: usize) {
+        if let Some(mut f) = self.chans[c].queue.pop_front() {
+            f.hop += 1;
+            let (st, n) = self.route_stages(f.from, f.to);
+            if usize::from(f.hop) < n {
+                self.chan_push(st[usize::from(f.hop)], f);
+            } else if self.rng.chance_ppm(self.cfg.loss_ppm) {
+                self.m.frames_lost += 1;
+            } else {
+                self.after(self.cfg.latency_ns, Ev::Arrive(f));
+            }
+        }
+        self.chan_start(c);
+    }
+
+    fn arrive(&mut self, f: Frame) {
+        let Some(&p) = self.peer_idx.get(&(f.to, f.from)) else {
+            return;
+        };
+        match f.body {
+            Body::Ack { lane, next, sack } => self.on_ack(f.to, p, lane.index(), next, &sack),
+            Body::Data { .. } => self.on_data(f.to, p, f),
+        }
+    }
+
+    // ---- sending -----------------------------------------------------
+
+    /// engine.rs `enqueue`: picks rendezvous, the bulk or the control lane.
+    fn enqueue(&mut self, n: usize, p: usize, header: MsgHeader, content: Content) {
+        let frames = frame_count(header.len as usize, self.cfg.payload);
+        let msg = OutMsg {
+            header,
+            content,
+            frames,
+            first_seq: 0,
+            sent: 0,
+        };
+        let threshold = self.cfg.ack_threshold.unwrap_or(0);
+        let peer = &mut self.nodes[n].peers[p];
+        if threshold > 0 && frames > threshold {
+            peer.rdv_wait.push_back(msg);
+        } else if frames > threshold.max(1) {
+            peer.tx[Lane::Bulk.index()].msgs.push_back(msg);
+        } else {
+            peer.tx[Lane::Control.index()].msgs.push_back(msg);
+        }
+        let queued = peer.rdv_wait.len() + peer.tx.iter().map(|l| l.msgs.len()).sum::<usize>();
+        self.m.max_msgs_queued = self.m.max_msgs_queued.max(queued);
+        self.request_next(n, p);
+        self.transmit(n, p);
+    }
+
+    /// engine.rs `request_next`: a request to send for the next waiting
+    /// large message, at most [`RTS_MAX`] outstanding.
+    fn request_next(&mut self, n: usize, p: usize) {
+        let peer = &mut self.nodes[n].peers[p];
+        let waiting = peer.rdv_wait.len() as u32;
+        if peer.rts_out >= waiting || peer.rts_out >= RTS_MAX {
+            return;
+        }
+        let h = peer.rdv_wait[peer.rts_out as usize].header;
+        peer.rts_out += 1;
+        self.send_control(n, p, CTL_RTS, h.id, h.len);
+    }
+
+    /// engine.rs `send_control`: a 12-byte message on the control lane.
+    fn send_control(&mut self, n: usize, p: usize, op: u8, id: u32, len: u32) {
+        let peer = &mut self.nodes[n].peers[p];
+        let header = MsgHeader {
+            origin: n as u16,
+            dst: peer.node as u16,
+            channel: CHANNEL_TREENET,
+            flags: 0,
+            len: 12,
+            id: 0,
+        };
+        peer.tx[Lane::Control.index()].msgs.push_back(OutMsg {
+            header,
+            content: Content::Ctl { op, id, len },
+            frames: 1,
+            first_seq: 0,
+            sent: 0,
+        });
+        self.transmit(n, p);
+    }
+
+    /// engine.rs `transmit`: new frames while the windows allow, control
+    /// lane first.
+    fn transmit(&mut self, n: usize, p: usize) {
+        let now_us = self.now_us();
+        for lane in 0..2 {
+            loop {
+                let l = &mut self.nodes[n].peers[p].tx[lane];
+                if !l.win.can_send() {
+                    break;
+                }
+                let Some(m) = l.msgs.iter_mut().find(|m| m.sent < m.frames) else {
+                    break;
+                };
+                let seq = l.win.on_send(now_us);
+                if m.sent == 0 {
+                    m.first_seq = seq;
+                }
+                m.sent += 1;
+                if let Some(f) = self.build_frame(n, p, lane, seq) {
+                    self.push_frame(f);
+                }
+            }
+            self.arm_timer(n, p, lane);
+        }
+    }
+
+    /// engine.rs `send_frame`: frame `seq` rebuilt from its message.
+    fn build_frame(&self, n: usize, p: usize, lane: usize, seq: u32) -> Option<Frame> {
+        let peer = &self.nodes[n].peers[p];
+        let m = peer.tx[lane]
+            .msgs
+            .iter()
+            .find(|m| m.sent > 0 && seq.wrapping_sub(m.first_seq) < m.sent as u32)?;
+        let index = seq.wrapping_sub(m.first_seq) as usize;
+        let spec = frame_spec(index, m.header.len as usize, self.cfg.payload)?;
+        let first = if index == 0 { MSG_HEADER_LEN } else { 0 };
+        Some(Frame {
+            from: n,
+            to: peer.node,
+            bytes: HEADER_LEN + first + spec.len + self.cfg.frame_overhead,
+            hop: 0,
+            body: Body::Data {
+                lane: Lane::ALL[lane],
+                seq,
+                flags: spec.flags,
+                header: m.header,
+                len: spec.len,
+                content: m.content,
+            },
+        })
+    }
+
+    /// Schedules the lane's retransmission scan for its earliest RTO
+    /// deadline, as engine.rs keeps `rtx_at` at the earliest deadline.
+    fn arm_timer(&mut self, n: usize, p: usize, lane: usize) {
+        let now_us = self.now_us();
+        let l = &mut self.nodes[n].peers[p].tx[lane];
+        let Some(d) = l.win.next_due_in(now_us) else {
+            return;
+        };
+        let at = self.now + d * 1000;
+        if at >= l.timer_at {
+            return;
+        }
+        l.timer_gen += 1;
+        l.timer_at = at;
+        let gen = l.timer_gen;
+        self.at(
+            at,
+            Ev::Rtx {
+                node: n,
+                peer: p,
+                lane,
+                gen,
+            },
+        );
+    }
+
+    /// engine.rs `retransmit` for one lane: RTO expiries and fast
+    /// retransmission of holes below selectively acked frames.
+    fn retransmit(&mut self, n: usize, p: usize, lane: usize) {
+        let now_us = self.now_us();
+        let l = &mut self.nodes[n].peers[p].tx[lane];
+        if l.win.in_flight() == 0 {
+            return;
+        }
+        let fast_after = l.win.rto.srtt().max(1000);
+        let mut due = Vec::new();
+        if l.win.due(now_us, fast_after, |q| due.push(q)) {
+            self.m.rto_expired += 1;
+            l.win.rto.backoff();
+        }
+        for q in due {
+            self.m.retransmits += 1;
+            self.nodes[n].peers[p].tx[lane].win.on_retransmit(q, now_us);
+            if let Some(f) = self.build_frame(n, p, lane, q) {
+                self.push_frame(f);
+            }
+        }
+    }
+
+    // ---- receiving ---------------------------------------------------
+
+    /// engine.rs `handle_ack`.
+    fn on_ack(&mut self, n: usize, p: usize, lane: usize, next: u32, sack: &[u8]) {
+        let sack = wire::decode_ack(sack).unwrap_or(0);
+        let now_us = self.now_us();
+        let l = &mut self.nodes[n].peers[p].tx[lane];
+        l.win.rto.set_bounds(
+            self.cfg.rto_min_us,
+            self.cfg.rto_max_us.max(self.cfg.rto_min_us),
+        );
+        let out = l.win.on_ack(next, sack, now_us);
+        if !out.bogus && out.acked > 0 {
+            let base = l.win.base();
+            while let Some(m) = l.msgs.front() {
+                let done = m.sent == m.frames
+                    && (base.wrapping_sub(m.first_seq) as i32) >= m.frames as i32;
+                if !done {
+                    break;
+                }
+                l.msgs.pop_front();
+            }
+        }
+        if sack != 0 {
+            self.retransmit(n, p, lane);
+            if self.cfg.fast_rtx_timer {
+                // Not in engine.rs: look again once the holes are old
+                // enough for fast retransmission.
+                let l = &mut self.nodes[n].peers[p].tx[lane];
+                let at = self.now + l.win.rto.srtt().max(1000) * 1000;
+                if l.in_flight_scan <= self.now {
+                    l.in_flight_scan = at;
+                    self.at(
+                        at,
+                        Ev::Rtx {
+                            node: n,
+                            peer: p,
+                            lane,
+                            gen: FAST_SCAN,
+                        },
+                    );
+                }
+            }
+        }
+        self.transmit(n, p);
+    }
+
+    /// engine.rs `handle_data`.
+    fn on_data(&mut self, n: usize, p: usize, f: Frame) {
+        let Body::Data { lane, seq, .. } = f.body else {
+            return;
+        };
+        let li = lane.index();
+        let delay = self.cfg.ack_delay_us.min(self.cfg.rto_min_us / 4) * 1000;
+        let r = &mut self.nodes[n].peers[p].rx[li];
+        r.unacked += 1;
+        if r.ack_due == u64::MAX {
+            r.ack_due = self.now + delay;
+            r.ack_gen += 1;
+            let (t, gen) = (r.ack_due, r.ack_gen);
+            self.at(
+                t,
+                Ev::AckDue {
+                    node: n,
+                    peer: p,
+                    lane: li,
+                    gen,
+                },
+            );
+        }
+        let r = &mut self.nodes[n].peers[p].rx[li];
+        let class = r.win.classify(seq);
+        if class != RxClass::InOrder {
+            r.ack_now = true;
+        }
+        match class {
+            RxClass::InOrder => {
+                r.win.advance();
+                self.consume(n, p, li, f);
+                loop {
+                    let r = &mut self.nodes[n].peers[p].rx[li];
+                    let Some(q) = r.win.pop_ready() else { break };
+                    let Some(b) = r.ahead[q as usize % MAX_WINDOW].take() else {
+                        break;
+                    };
+                    r.buffered -= 1;
+                    self.consume(n, p, li, b);
+                }
+            }
+            RxClass::Future => {
+                r.win.mark(seq);
+                r.ahead[seq as usize % MAX_WINDOW] = Some(f);
+                r.buffered += 1;
+                self.m.max_reorder = self.m.max_reorder.max(r.buffered);
+            }
+            RxClass::Duplicate => self.m.rx_duplicates += 1,
+            RxClass::OutOfWindow => self.m.rx_out_of_window += 1,
+        }
+        self.maybe_ack(n, p, li, false);
+    }
+
+    /// engine.rs `send_acks` for one lane: at once when out of order or
+    /// [`ACK_EVERY`] frames are unacked, else when the delayed ack is due.
+    fn maybe_ack(&mut self, n: usize, p: usize, lane: usize, due: bool) {
+        let peer = &mut self.nodes[n].peers[p];
+        let to = peer.node;
+        let r = &mut peer.rx[lane];
+        if r.unacked == 0 && !r.ack_now {
+            return;
+        }
+        if !due && !r.ack_now && r.unacked < ACK_EVERY {
+            return;
+        }
+        r.unacked = 0;
+        r.ack_now = false;
+        r.ack_due = u64::MAX;
+        r.ack_gen += 1;
+        let f = Frame {
+            from: n,
+            to,
+            bytes: HEADER_LEN + 8 + self.cfg.frame_overhead,
+            hop: 0,
+            body: Body::Ack {
+                lane: Lane::ALL[lane],
+                next: r.win.next_seq(),
+                sack: wire::encode_ack(r.win.sack()),
+            },
+        };
+        self.m.acks_sent += 1;
+        self.push_frame(f);
+    }
+
+    /// engine.rs `consume`: one in-order frame through the real
+    /// `Reassembler` (fed the real message header and dummy bytes).
+    fn consume(&mut self, n: usize, p: usize, lane: usize, f: Frame) {
+        let Body::Data {
+            flags,
+            header,
+            len,
+            content,
+            ..
+        } = f.body
+        else {
+            return;
+        };
+        let bytes = if flags & FLAG_FIRST != 0 {
+            self.scratch[..MSG_HEADER_LEN].copy_from_slice(&header.encode());
+            &self.scratch[..MSG_HEADER_LEN + len]
+        } else {
+            &self.scratch[..len]
+        };
+        let peer = &mut self.nodes[n].peers[p];
+        let r = &mut peer.rx[lane];
+        let step = match r.reasm.feed(flags, bytes, MAX_MSG) {
+            Ok(s) => (s.start, s.complete),
+            Err(e) => {
+                self.m.reasm_errors += 1;
+                r.current = None;
+                if e == ReasmError::Interrupted {
+                    self.consume(n, p, lane, f);
+                }
+                return;
+            }
+        };
+        if let Some(h) = step.0 {
+            if lane == Lane::Bulk.index() && peer.granted == Some(h.id) {
+                peer.granted = None;
+            }
+            peer.rx[lane].current = Some(h);
+        }
+        if step.1 {
+            let Some(h) = peer.rx[lane].current.take() else {
+                return;
+            };
+            if lane == Lane::Bulk.index() {
+                let from = peer.node as u16;
+                self.nodes[n].grants.complete(from, h.id);
+                self.pump_grants(n);
+            }
+            self.message_in(n, p, h, content);
+        }
+    }
+
+    /// engine.rs `message_in`: control, forward, or deliver.
+    fn message_in(&mut self, n: usize, p: usize, h: MsgHeader, content: Content) {
+        if h.channel == CHANNEL_TREENET && usize::from(h.dst) == n {
+            self.control_in(n, p, content);
+        } else if usize::from(h.dst) != n {
+            self.route_msg(n, h, content);
+        } else if n == ION {
+            self.ion_deliver(h);
+        } else if let Content::Reply { req } = content {
+            self.cn_reply(n, req);
+        }
+    }
+
+    /// engine.rs `control_in`: requests into the grant queue, grants move
+    /// the waiting message to the bulk lane.
+    fn control_in(&mut self, n: usize, p: usize, content: Content) {
+        let Content::Ctl { op, id, len } = content else {
+            return;
+        };
+        let node = &mut self.nodes[n];
+        let peer = node.peers[p].node as u16;
+        match op {
+            CTL_RTS => {
+                if node.grants.push(Request { peer, id, len }).is_err() {
+                    // engine.rs counts drop_bad_control and answers nothing.
+                    self.m.grant_queue_full += 1;
+                }
+                self.m.max_grant_waiting = self.m.max_grant_waiting.max(node.grants.waiting());
+                self.pump_grants(n);
+            }
+            CTL_CTS => {
+                let pr = &mut node.peers[p];
+                let Some(pos) = pr.rdv_wait.iter().position(|m| m.header.id == id) else {
+                    return;
+                };
+                if let Some(m) = pr.rdv_wait.remove(pos) {
+                    pr.rts_out = pr.rts_out.saturating_sub(1);
+                    pr.tx[Lane::Bulk.index()].msgs.push_back(m);
+                }
+                self.request_next(n, p);
+                self.transmit(n, p);
+            }
+            _ => {}
+        }
+    }
+
+    /// engine.rs `pump_grants`: grants while slots are free.
+    fn pump_grants(&mut self, n: usize) {
+        self.nodes[n].grants.set_slots(self.cfg.grant_slots);
+        while let Some(r) = self.nodes[n].grants.next_grant() {
+            let Some(&p) = self.peer_idx.get(&(n, usize::from(r.peer))) else {
+                self.nodes[n].grants.complete(r.peer, r.id);
+                continue;
+            };
+            self.nodes[n].peers[p].granted = Some(r.id);
+            self.send_control(n, p, CTL_CTS, r.id, r.len);
+        }
+    }
+
+    /// engine.rs `route` + `route_msg`: down towards a node below, else up.
+    fn route_msg(&mut self, n: usize, h: MsgHeader, content: Content) {
+        let dst = usize::from(h.dst);
+        let mut x = dst;
+        let mut next = self.parent(n);
+        while let Some(up) = self.parent(x) {
+            if up == n {
+                next = Some(x);
+                break;
+            }
+            x = up;
+        }
+        let Some(next) = next else {
+            return;
+        };
+        if let Some(&p) = self.peer_idx.get(&(n, next)) {
+            self.enqueue(n, p, h, content);
+        }
+    }
+
+    // ---- upper layers ------------------------------------------------
+
+    fn submit(&mut self, cn: usize) {
+        while self.app[cn].inflight < self.cfg.outstanding.max(1)
+            && self.app[cn].sent < self.cfg.messages
+        {
+            let id = self.nodes[cn].next_id;
+            self.nodes[cn].next_id = id.wrapping_add(1);
+            self.app[cn].sent += 1;
+            self.app[cn].inflight += 1;
+            let len = if self.cfg.random_sizes {
+                1 + self.rng.below(self.cfg.size as u64) as usize
+            } else {
+                self.cfg.size
+            };
+            self.submitted.insert((cn, id), (self.now, len));
+            let h = MsgHeader {
+                origin: cn as u16,
+                dst: ION as u16,
+                channel: CHANNEL_APP,
+                flags: 0,
+                len: len as u32,
+                id,
+            };
+            self.route_msg(cn, h, Content::Request);
+        }
+    }
+
+    fn ion_deliver(&mut self, h: MsgHeader) {
+        let key = (usize::from(h.origin), h.id);
+        let seen = self.delivered.entry(key).or_insert(0);
+        *seen += 1;
+        if *seen > 1 {
+            self.m.duplicates += 1;
+            return;
+        }
+        self.m.delivered += 1;
+        self.m.delivered_bytes += u64::from(h.len);
+        if self.cfg.workers == 0 {
+            self.reply(key.0, key.1);
+        } else if self.workers_busy < self.cfg.workers {
+            self.workers_busy += 1;
+            self.after(
+                self.cfg.service_ns,
+                Ev::Served {
+                    origin: key.0,
+                    id: key.1,
+                },
+            );
+        } else {
+            self.backlog.push_back(key);
+        }
+    }
+
+    fn reply(&mut self, origin: usize, req: u32) {
+        let id = self.nodes[ION].next_id;
+        self.nodes[ION].next_id = id.wrapping_add(1);
+        let h = MsgHeader {
+            origin: ION as u16,
+            dst: origin as u16,
+            channel: CHANNEL_APP,
+            flags: 0,
+            len: self.cfg.reply_size as u32,
+            id,
+        };
+        self.route_msg(ION, h, Content::Reply { req });
+    }
+
+    fn cn_reply(&mut self, cn: usize, req: u32) {
+        let Some((t0, len)) = self.submitted.remove(&(cn, req)) else {
+            return;
+        };
+        self.latencies.push(self.now - t0);
+        self.m.completed += 1;
+        let a = &mut self.app[cn];
+        a.inflight -= 1;
+        a.bytes += len as u64;
+        a.finish = self.now;
+        self.submit(cn);
+    }
+}

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Scenario tests of the simulator (debug build, each a few seconds).
+
+use zoid_sim::{run, Config};
+
+#[test]
+fn same_seed_same_metrics() {
+    let cfg = Config {
+        cns: 8,
+        messages: 3,
+        loss_ppm: 20_000,
+        random_sizes: true,
+        seed: 42,
+        ..Config::default()
+    };
+    let a = run(&cfg);
+    let b = run(&cfg);
+    assert_eq!(a, b);
+    assert!(a.frames_lost > 0, "loss was exercised");
+    let c = run(&Config { seed: 43, ..cfg });
+    assert_ne!(a, c, "another seed gives another run");
+}
+
+#[test]
+fn exactly_once_with_ten_percent_loss() {
+    for ack_threshold in [Some(16), None] {
+        let m = run(&Config {
+            cns: 16,
+            messages: 2,
+            size: 16 << 10,
+            loss_ppm: 100_000,
+            fast_rtx_timer: true,
+            ack_threshold,
+            ..Config::default()
+        });
+        assert!(m.frames_lost > 100, "{m:?}");
+        assert!(m.retransmits > 0, "{m:?}");
+        assert!(m.exactly_once(), "{ack_threshold:?}: {m:?}");
+        assert_eq!(m.reasm_errors, 0);
+    }
+}
+
+#[test]
+fn exactly_once_with_loss_in_a_tree() {
+    let m = run(&Config {
+        cns: 15,
+        fanout: 2,
+        messages: 2,
+        size: 8 << 10,
+        loss_ppm: 100_000,
+        ..Config::default()
+    });
+    assert!(m.exactly_once(), "{m:?}");
+    assert_eq!(m.reasm_errors, 0);
+}
+
+/// Rendezvous at 64 CNs: fair and at least 90 % of the ION port.  The
+/// ceiling with 240-byte payloads in 256-byte packets is 93.75 %.
+#[test]
+fn rendezvous_64_fair_and_fast() {
+    let m = run(&Config {
+        cns: 64,
+        messages: 3,
+        ..Config::default()
+    });
+    assert!(m.exactly_once(), "{m:?}");
+    assert!(m.jain >= 0.9, "jain {}", m.jain);
+    assert!(m.ion_fraction >= 0.9, "fraction {}", m.ion_fraction);
+}
+
+#[test]
+fn queues_stay_bounded() {
+    let window = zoid_sim::MAX_WINDOW;
+    let rdv = run(&Config {
+        cns: 64,
+        messages: 2,
+        ..Config::default()
+    });
+    assert!(rdv.exactly_once());
+    // Rendezvous: at most grant_slots messages' windows (plus control
+    // frames) ever queue at the ION, whatever the number of CNs.
+    assert!(
+        rdv.max_ion_queue <= 2 * window + 64,
+        "{}",
+        rdv.max_ion_queue
+    );
+    // A sender never queues more than its two lanes' windows on its link.
+    assert!(
+        rdv.max_link_queue <= 2 * window + 2,
+        "{}",
+        rdv.max_link_queue
+    );
+    assert!(rdv.max_reorder <= window);
+    assert!(rdv.max_grant_waiting <= 2 * 64);
+    // Eager: the ION queue grows with N (one window per CN): the contrast.
+    let eager = run(&Config {
+        cns: 64,
+        messages: 2,
+        ack_threshold: None,
+        ..Config::default()
+    });
+    assert!(eager.exactly_once());
+    assert!(eager.max_ion_queue <= 64 * (window + 2));
+    assert!(eager.max_ion_queue > 8 * rdv.max_ion_queue);
+}
+
+/// 256 CNs as direct neighbours of the ION.  Ignored: it fails with the
+/// real code.  Measured (seed 1, 2 messages each): 126 requests to send
+/// refused by the ION's `GrantQueue<128>` (engine.rs `GRANT_QUEUE`), and
+/// engine.rs answers a refused request with nothing (it counts
+/// `drop_bad_control`), so those CNs wait forever: 260 of 512 messages
+/// delivered.  Needs a larger queue or a reject/retry in engine.rs.
+#[test]
+#[ignore = "engine.rs drops requests beyond GRANT_QUEUE=128 without a reject; 260/512 delivered"]
+fn star_of_256_delivers_everything() {
+    let m = run(&Config {
+        cns: 256,
+        messages: 2,
+        ..Config::default()
+    });
+    assert_eq!(m.grant_queue_full, 0);
+    assert!(m.exactly_once(), "{m:?}");
+}
