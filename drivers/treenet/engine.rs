@@ -17,7 +17,7 @@ use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
 use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
-use crate::zoid_proto::treenet::grant::{GrantQueue, Request};
+use crate::zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, MAX_WAITING_PER_PEER};
 use crate::zoid_proto::treenet::wire::{
     self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, Role, BROADCAST, HEADER_LEN,
     HELLO_MAX_BELOW, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
@@ -45,8 +45,9 @@ const RX_BUDGET: usize = 256;
 const TX_BUDGET: usize = 128;
 /// Frames after which an ack goes without waiting for `ack_delay_us`.
 const ACK_EVERY: u32 = 2;
-/// Grants queue capacity (two requests per neighbour).
-const GRANT_QUEUE: usize = 128;
+/// Initial grant queue capacity; it grows to hold
+/// [`MAX_WAITING_PER_PEER`] requests per neighbour.
+const GRANT_QUEUE_MIN: usize = 16;
 
 /// Rendezvous control message types (channel 0).
 const CTL_RTS: u8 = 1;
@@ -118,12 +119,13 @@ counters! {
         duplicates: "Duplicate frames received (suppressed).",
         rendezvous_waits: "Large messages that waited for a grant.",
         grants_given: "Rendezvous grants given to senders.",
+        grants_refused: "Rendezvous requests refused (queue full or peer over its limit).",
         acks_sent: "Ack frames sent.",
         kicks_saved: "Sends that did not need to wake the engine thread.",
         hellos_sent: "Hello frames sent.",
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
-        msgs_failed: "Queued messages dropped because their peer went down.",
+        msgs_failed: "Queued messages dropped: peer down or request refused.",
         drop_truncated: "Frames dropped: truncated.",
         drop_oversized: "Frames dropped: payload over the local limit.",
         drop_bad_version: "Frames dropped: unknown wire version.",
@@ -273,7 +275,7 @@ struct Inner {
     neighbors: KVec<Neighbor>,
     channels: KVec<Channel>,
     chan_stats: KVec<ChannelStats>,
-    grants: KBox<GrantQueue<GRANT_QUEUE>>,
+    grants: GrantQueue<KVec<Request>>,
     next_msg_id: u32,
     loop_frames: KVec<KVec<u8>>,
     held: Option<(usize, Mac, KVec<u8>)>,
@@ -333,6 +335,13 @@ fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> Result<TxLane> {
         win: SendWindow::new(0, win, RtoEstimator::new(200_000, rto_min, rto_max)),
         msgs: KVec::new(),
     })
+}
+
+/// Heap storage for `len` waiting rendezvous requests.
+fn grant_storage(len: usize) -> Result<KVec<Request>> {
+    let mut v = KVec::with_capacity(len, GFP_KERNEL)?;
+    v.resize(len, Request::default(), GFP_KERNEL)?;
+    Ok(v)
 }
 
 fn lane_rx(win: usize) -> Result<RxLane> {
@@ -397,7 +406,7 @@ impl Treenet {
             neighbors: KVec::new(),
             channels: KVec::new(),
             chan_stats,
-            grants: KBox::new(GrantQueue::new(2), GFP_KERNEL)?,
+            grants: GrantQueue::with_storage(grant_storage(GRANT_QUEUE_MIN)?, 2),
             next_msg_id: random_u32(),
             loop_frames: KVec::new(),
             held: None,
@@ -1051,7 +1060,7 @@ impl Inner {
     fn request_next(&mut self, k: &Knobs, ni: usize) -> Result {
         let n = &self.neighbors[ni];
         let waiting = n.rdv_wait.len() as u32;
-        if n.rts_out >= waiting || n.rts_out >= 2 {
+        if n.rts_out >= waiting || n.rts_out as usize >= MAX_WAITING_PER_PEER {
             return Ok(());
         }
         let m = &n.rdv_wait[n.rts_out as usize];
@@ -1298,9 +1307,8 @@ impl Inner {
                 if l.win.in_flight() == 0 {
                     continue;
                 }
-                let fast_after = l.win.rto.srtt().max(1000);
                 let mut due: KVec<u32> = KVec::new();
-                let expired = l.win.due(now, fast_after, |q| {
+                let expired = l.win.due(now, l.win.fast_after(), |q| {
                     let _ = due.push(q, GFP_KERNEL);
                 });
                 if expired {
@@ -1316,12 +1324,14 @@ impl Inner {
                 }
             }
         }
-        // The next scan: when the earliest in-flight frame's RTO expires.
+        // The next scan: when the earliest in-flight frame's RTO expires or
+        // a hole below a selectively acked frame is due (one srtt after it
+        // was sent), so a loss costs a round trip, not an RTO.
         let now_ns = now_ns();
         let mut next = u64::MAX;
         for n in self.neighbors.iter() {
             for l in n.tx.iter() {
-                if let Some(t) = l.win.next_due_in(now) {
+                if let Some(t) = l.win.next_due_in(now, l.win.fast_after()) {
                     next = next.min(now_ns.saturating_add(t.saturating_mul(1000)));
                 }
             }
@@ -1527,6 +1537,12 @@ impl Inner {
     }
 
     fn new_neighbor(&mut self, node: u16, link: usize, mac: Mac, epoch: u32) -> Result<usize> {
+        // Room for every neighbour's requests, so none is refused.
+        let needed = (self.neighbors.len() + 1) * MAX_WAITING_PER_PEER;
+        if self.grants.capacity() < needed {
+            let bigger = grant_storage(needed.max(2 * self.grants.capacity()))?;
+            self.grants.replace_storage(bigger).map_err(|_| EINVAL)?;
+        }
         let n = Neighbor {
             node,
             link,
@@ -1807,8 +1823,15 @@ impl Inner {
                     let _ = self.send_control(k, ni, CTL_REJECT, id, len);
                     return;
                 }
-                if self.grants.push(Request { peer, id, len }).is_err() {
-                    count(&s.drop_bad_control);
+                match self.grants.push(Request { peer, id, len }) {
+                    Ok(()) => {}
+                    // A retransmitted request: the first one stands.
+                    Err(GrantError::Duplicate) => count(&s.drop_bad_control),
+                    // Never silently: the sender would wait forever.
+                    Err(GrantError::Full | GrantError::PeerLimit) => {
+                        count(&s.grants_refused);
+                        let _ = self.send_control(k, ni, CTL_REJECT, id, len);
+                    }
                 }
             }
             CTL_CTS | CTL_REJECT => {

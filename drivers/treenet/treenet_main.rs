@@ -589,6 +589,7 @@ mod proto_tests {
     use super::zoid_proto::treenet::frag::{frame_count, frame_spec, Reassembler};
     use super::zoid_proto::treenet::grant::{GrantQueue, Request};
     use super::zoid_proto::treenet::wire::*;
+    use kernel::prelude::*;
 
     #[test]
     fn frames_round_trip_and_bad_ones_are_refused() {
@@ -669,7 +670,9 @@ mod proto_tests {
 
     #[test]
     fn grants_are_fifo_and_one_per_peer() {
-        let mut g: GrantQueue<8> = GrantQueue::new(4);
+        let mut storage = KVec::new();
+        assert!(storage.resize(8, Request::default(), GFP_KERNEL).is_ok());
+        let mut g = GrantQueue::with_storage(storage, 4);
         let r = |peer, id| Request { peer, id, len: 1 };
         assert!(g.push(r(1, 1)).is_ok());
         assert!(g.push(r(1, 2)).is_ok());

@@ -176,6 +176,23 @@ pub(crate) fn handle_in(h: &RawHandle) -> Result<Handle> {
     Handle::new(h.data.get(..usize::from(h.len)).ok_or(EINVAL)?).ok_or(EINVAL)
 }
 
+/// Runs `op` on the file `fh` names: a call whose only result is
+/// success, or an error (the handle's or the call's).
+fn call_on(
+    c: &RawConn,
+    fh: &RawHandle,
+    op: Op,
+    f: impl FnOnce(&ZoidTransport, Handle) -> core::result::Result<i64, CallError>,
+) -> Result<i64> {
+    let h = handle_in(fh)?;
+    Remote::new(c).run(op, |t| f(t, h))
+}
+
+/// 0 or a negative errno, for C.
+fn status(r: Result<i64>) -> c_int {
+    r.map_or_else(neg, |_| 0)
+}
+
 /// Gives C a handle.
 pub(crate) fn handle_out(h: &Handle, out: &mut RawHandle) {
     let b = h.as_bytes();
@@ -486,12 +503,9 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_remove(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, dir, name) = unsafe { (&*c, &*dir, bytes(name, len)) };
-    let r = (|| -> Result {
-        let dir = handle_in(dir)?;
-        Remote::new(c).run(Op::Remove, |t| client::remove(t, dir, name, is_dir))?;
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(call_on(c, dir, Op::Remove, |t, dir| {
+        client::remove(t, dir, name, is_dir)
+    }))
 }
 
 /// `zoidfs_rs_rename()`.
@@ -617,11 +631,8 @@ fn xattr_read(
 ) -> isize {
     let size = buf.len();
     let r = (|| -> Result<isize> {
-        let h = handle_in(fh)?;
         let cap = u32::try_from(size).map_err(|_| E2BIG)?;
-        let n = Remote::new(c)
-            .run(op, |t| call(t, h, buf, cap))
-            .map_err(no_xattrs)?;
+        let n = call_on(c, fh, op, |t, h| call(t, h, buf, cap)).map_err(no_xattrs)?;
         let n = usize::try_from(n).map_err(|_| EIO)?;
         if n > limit || (size != 0 && n > size) {
             return Err(EIO);
@@ -698,14 +709,12 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_setxattr(
             bytes(value.cast::<c_char>(), size),
         )
     };
-    let r = (|| -> Result {
-        let h = handle_in(fh)?;
-        Remote::new(c)
-            .run(Op::Setxattr, |t| client::setxattr(t, h, name, value, flags))
-            .map_err(no_xattrs)?;
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(
+        call_on(c, fh, Op::Setxattr, |t, h| {
+            client::setxattr(t, h, name, value, flags)
+        })
+        .map_err(no_xattrs),
+    )
 }
 
 /// `zoidfs_rs_listxattr()`: the names' length (`size` 0: the length
@@ -748,14 +757,12 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_removexattr(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, fh, name) = unsafe { (&*c, &*fh, bytes(name, name_len)) };
-    let r = (|| -> Result {
-        let h = handle_in(fh)?;
-        Remote::new(c)
-            .run(Op::Removexattr, |t| client::removexattr(t, h, name))
-            .map_err(no_xattrs)?;
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(
+        call_on(c, fh, Op::Removexattr, |t, h| {
+            client::removexattr(t, h, name)
+        })
+        .map_err(no_xattrs),
+    )
 }
 
 /// `zoidfs_rs_readdir()`: entries after `cookie` handed to `emit` until it
@@ -1074,12 +1081,9 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_commit(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, fh) = unsafe { (&*c, &*fh) };
-    let r = (|| -> Result {
-        let h = handle_in(fh)?;
-        Remote::new(c).run(Op::Commit, |t| client::commit(t, h, datasync))?;
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(call_on(c, fh, Op::Commit, |t, h| {
+        client::commit(t, h, datasync)
+    }))
 }
 
 /// `zoidfs_rs_open()`: relaxed consistency's first open of a file by this
@@ -1118,12 +1122,7 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_open(
 pub(crate) unsafe extern "C" fn zoidfs_rs_close(c: *const RawConn, fh: *const RawHandle) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, fh) = unsafe { (&*c, &*fh) };
-    let r = (|| -> Result {
-        let h = handle_in(fh)?;
-        Remote::new(c).run(Op::Close, |t| client::close(t, h))?;
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(call_on(c, fh, Op::Close, client::close))
 }
 
 /// `zoidfs_rs_recalled()`: the answer to a recall of `grant`.
@@ -1139,12 +1138,9 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_recalled(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, fh) = unsafe { (&*c, &*fh) };
-    let r = (|| -> Result {
-        let h = handle_in(fh)?;
-        Remote::new(c).run(Op::Recalled, |t| client::recalled(t, h, grant))?;
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(call_on(c, fh, Op::Recalled, |t, h| {
+        client::recalled(t, h, grant)
+    }))
 }
 
 /// `zoidfs_rs_parse_recall()`: decodes upcall `function`'s `body` (a

@@ -4,6 +4,7 @@
 big=1048576; [ -z "$KASAN" ] || big=262144
 echo 20000 > $T/drop_ppm; echo 10000 > $T/dup_ppm; echo 20000 > $T/reorder_ppm
 tag=650
+start=$(cut -d' ' -f1 /proc/uptime)
 for ps in 240 0; do
   echo $ps > $T/packet_size
   barrier $tag; tag=$((tag + 1))
@@ -19,7 +20,9 @@ done
 echo 0 > $T/drop_ppm; echo 0 > $T/dup_ppm; echo 0 > $T/reorder_ppm
 echo 0 > $T/packet_size
 barrier $tag
-echo "retransmits=$(stat retransmits) duplicates=$(stat duplicates) inject_drop=$(stat inject_drop)"
+lossy=$(awk -v s="$start" '{ printf "%.1f", $1 - s }' /proc/uptime)
+echo "lossy_seconds=$lossy retransmits=$(stat retransmits) rto_expired=$(stat rto_expired)" \
+  "duplicates=$(stat duplicates) inject_drop=$(stat inject_drop)"
 [ "$(stat retransmits)" -gt 0 ]
 [ "$(stat duplicates)" -gt 0 ]
 [ "$(counter $T/selftest_events received_bad)" = 0 ]

@@ -210,8 +210,36 @@ fn send_window_ignores_bogus_acks_and_marks_sacked() {
 }
 
 #[test]
+fn timers_wake_for_holes_after_fast_after_not_the_rto() {
+    let est = RtoEstimator::new(50_000, 10_000, 1_000_000);
+    let mut s = SendWindow::new(0, 8, est);
+    for t in 0..4 {
+        s.on_send(t);
+    }
+    // Nothing acked yet: the first RTO, 50 ms after frame 0.
+    assert_eq!(s.next_due_in(100, 2_000), Some(49_900));
+    // 0 acked, 2 sacked: 1 is a hole (due 2 ms after it left), 3 is not.
+    s.on_ack(1, 0b1, 400);
+    // One 400 µs sample: srtt 400, so holes wait the 1 ms floor; RTO 10 ms.
+    assert_eq!(
+        (s.rto.srtt(), s.fast_after(), s.rto.rto()),
+        (400, 1000, 10_000)
+    );
+    assert_eq!(s.next_due_in(500, 2_000), Some(1_501));
+    let mut due = Vec::new();
+    assert!(!s.due(2_001, 2_000, |q| due.push(q)));
+    assert_eq!(due, vec![1]);
+    s.on_retransmit(1, 2_001);
+    // The resent hole waits `fast_after` again (2 ms) before frame 3's
+    // RTO (sent at 3 µs, due at 10 003 µs).
+    assert_eq!(s.next_due_in(2_001, 2_000), Some(2_000));
+    assert_eq!(s.next_due_in(2_001, 9_000), Some(8_002));
+    assert_eq!(SendWindow::new(0, 8, est).next_due_in(0, 1), None);
+}
+
+#[test]
 fn grants_are_fifo_one_per_peer_bounded_by_slots() {
-    let mut g: GrantQueue<8> = GrantQueue::new(2);
+    let mut g = GrantQueue::with_storage(vec![Request::default(); 8], 2);
     let r = |peer, id| Request {
         peer,
         id,
@@ -231,10 +259,58 @@ fn grants_are_fifo_one_per_peer_bounded_by_slots() {
     g.forget_peer(2);
     assert_eq!(g.next_grant(), Some(r(3, 1)));
     assert_eq!(g.waiting(), 0);
-    for i in 0..8 {
-        g.push(r(9, i)).unwrap();
+    // A peer may have two requests waiting, no more.
+    g.push(r(9, 1)).unwrap();
+    g.push(r(9, 2)).unwrap();
+    assert_eq!(g.push(r(9, 3)), Err(GrantError::PeerLimit));
+    for p in 10..16 {
+        g.push(r(p, 1)).unwrap();
     }
-    assert_eq!(g.push(r(9, 99)), Err(GrantError::Full));
+    assert_eq!(g.push(r(20, 1)), Err(GrantError::Full));
+}
+
+#[test]
+fn grant_storage_grows_keeping_fifo_order() {
+    let mut g = GrantQueue::with_storage(vec![Request::default(); 3], 1);
+    let r = |peer| Request {
+        peer,
+        id: 7,
+        len: 1,
+    };
+    // Wrap the ring: head moves past the start.
+    g.push(r(1)).unwrap();
+    g.push(r(2)).unwrap();
+    assert_eq!(g.next_grant(), Some(r(1)));
+    g.push(r(3)).unwrap();
+    g.push(r(4)).unwrap();
+    assert_eq!(g.push(r(5)), Err(GrantError::Full));
+    let small = vec![Request::default(); 2];
+    assert_eq!(
+        g.replace_storage(small)
+            .map_err(|v| v.len())
+            .map(|v| v.len()),
+        Err(2)
+    );
+    let old = g.replace_storage(vec![Request::default(); 6]).unwrap();
+    assert_eq!(old.len(), 3);
+    assert_eq!(g.capacity(), 6);
+    g.push(r(5)).unwrap();
+    assert!(g.complete(1, 7));
+    let order: Vec<u16> = core::iter::from_fn(|| {
+        let n = g.next_grant()?;
+        g.complete(n.peer, n.id);
+        Some(n.peer)
+    })
+    .collect();
+    assert_eq!(order, [2, 3, 4, 5]);
+}
+
+#[test]
+fn an_empty_grant_storage_refuses_everything() {
+    let mut g = GrantQueue::with_storage(Vec::new(), 1);
+    assert_eq!(g.push(Request::default()), Err(GrantError::Full));
+    assert_eq!(g.next_grant(), None);
+    g.forget_peer(0);
 }
 
 /// A frame in flight on the simulated link.

@@ -77,11 +77,6 @@ pub struct Config {
     pub rto_max_us: u64,
     /// `ack_delay_us`.
     pub ack_delay_us: u64,
-    /// Not engine.rs behaviour (default `false`): after an ack with
-    /// selective bits, scan again once holes are `max(srtt, 1 ms)` old.
-    /// engine.rs scans only when an ack arrives or an RTO is due, so a hole
-    /// in a window that drains in less than 1 ms waits for the RTO.
-    pub fast_rtx_timer: bool,
     /// Simulated time after which the run stops (a stuck run is reported,
     /// not looped on forever), ns.
     pub time_limit_ns: u64,
@@ -116,7 +111,6 @@ impl Default for Config {
             rto_min_us: 20_000,
             rto_max_us: 2_000_000,
             ack_delay_us: 2_000,
-            fast_rtx_timer: false,
             time_limit_ns: 600_000_000_000,
         }
     }
@@ -165,9 +159,9 @@ pub struct Metrics {
     pub rx_out_of_window: u64,
     /// Reassembly errors (must be 0: the frames come from `frame_spec`).
     pub reasm_errors: u64,
-    /// Rendezvous requests refused by a full `GrantQueue` (the message then
-    /// never goes: the engine sends no reject for this case).
-    pub grant_queue_full: u64,
+    /// Rendezvous requests refused by a `GrantQueue` (answered with a
+    /// reject: the message fails).  0 unless a sender breaks the protocol.
+    pub grants_refused: u64,
     /// Largest queue of the ION's inbound port, frames.
     pub max_ion_queue: usize,
     /// Largest queue of any CN link (either direction), frames.

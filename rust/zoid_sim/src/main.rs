@@ -95,31 +95,19 @@ fn main() {
         "| loss per hop | ION link used | p99 µs | frames sent | frames lost | retransmits | RTO expiries | delivered / expected | duplicates | exactly once |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for (ppm, fast, slots) in [
-        (0, false, 2),
-        (10_000, false, 2),
-        (100_000, false, 2),
-        (10_000, true, 2),
-        (100_000, true, 2),
-        (10_000, false, 8),
-        (10_000, true, 8),
-        (100_000, true, 8),
-    ] {
+    for (ppm, slots) in [(0, 2), (10_000, 2), (100_000, 2), (10_000, 8), (100_000, 8)] {
         let m = run(&Config {
             cns: 16,
             loss_ppm: ppm,
-            fast_rtx_timer: fast,
             grant_slots: slots,
             ..base.clone()
         });
         println!(
             "| {} %{} | {:.1} % | {} | {} | {} | {} | {} | {} / {} | {} | {} |",
             ppm / 10_000,
-            match (fast, slots) {
-                (false, 2) => String::new(),
-                (true, 2) => " + fast_rtx_timer".into(),
-                (false, s) => format!(", grant_slots {s}"),
-                (true, s) => format!(" + fast_rtx_timer, grant_slots {s}"),
+            match slots {
+                2 => String::new(),
+                s => format!(", grant_slots {s}"),
             },
             m.ion_fraction * 100.0,
             us(m.p99_ns),

@@ -16,7 +16,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow, MAX_WINDOW};
 use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
-use zoid_proto::treenet::grant::{GrantQueue, Request};
+use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, MAX_WAITING_PER_PEER};
 use zoid_proto::treenet::wire::{
     self, Lane, MsgHeader, FLAG_FIRST, HEADER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
 };
@@ -26,10 +26,11 @@ use crate::{stats, Config, Metrics};
 
 /// engine.rs: an ack goes out at once when this many frames are unacked.
 const ACK_EVERY: u32 = 2;
-/// engine.rs: capacity of a node's rendezvous `GrantQueue`.
-const GRANT_QUEUE: usize = 128;
+/// engine.rs `GRANT_QUEUE_MIN`: initial capacity of a node's rendezvous
+/// `GrantQueue` (it grows to `MAX_WAITING_PER_PEER` per neighbour).
+const GRANT_QUEUE_MIN: usize = 16;
 /// engine.rs `request_next`: requests to send outstanding per neighbour.
-const RTS_MAX: u32 = 2;
+const RTS_MAX: u32 = MAX_WAITING_PER_PEER as u32;
 /// engine.rs `lane_tx`: RTO before the first RTT sample, µs.
 const RTO_INITIAL_US: u64 = 200_000;
 /// engine.rs: treenet's own channel (RTS/CTS travel on it).
@@ -38,10 +39,9 @@ const CHANNEL_TREENET: u16 = 0;
 const CHANNEL_APP: u16 = 4;
 const CTL_RTS: u8 = 1;
 const CTL_CTS: u8 = 2;
+const CTL_REJECT: u8 = 3;
 /// engine.rs `max_msg_size` upper bound.
 const MAX_MSG: usize = 64 << 20;
-/// `Ev::Rtx` generation of a fast-retransmission scan.
-const FAST_SCAN: u64 = u64::MAX;
 /// Node index of the ION; CNs are 1..=cns.
 const ION: usize = 0;
 
@@ -100,8 +100,6 @@ struct TxLane {
     msgs: VecDeque<OutMsg>,
     timer_at: u64,
     timer_gen: u64,
-    /// Pending fast-retransmission scan (`Config::fast_rtx_timer`).
-    in_flight_scan: u64,
 }
 
 struct RxLane {
@@ -128,7 +126,7 @@ struct Peer {
 struct Node {
     parent: Option<usize>,
     peers: Vec<Peer>,
-    grants: Box<GrantQueue<GRANT_QUEUE>>,
+    grants: GrantQueue<Vec<Request>>,
     next_id: u32,
 }
 
@@ -226,7 +224,6 @@ fn lane_tx(cfg: &Config) -> TxLane {
         msgs: VecDeque::new(),
         timer_at: u64::MAX,
         timer_gen: 0,
-        in_flight_scan: 0,
     }
 }
 
@@ -266,7 +263,10 @@ impl Sim {
             .map(|i| Node {
                 parent: (i > 0).then(|| if fanout >= n { ION } else { (i - 1) / fanout }),
                 peers: Vec::new(),
-                grants: Box::new(GrantQueue::new(cfg.grant_slots)),
+                grants: GrantQueue::with_storage(
+                    vec![Request::default(); GRANT_QUEUE_MIN],
+                    cfg.grant_slots,
+                ),
                 next_id: rng.next_u64() as u32,
             })
             .collect();
@@ -274,6 +274,13 @@ impl Sim {
         for i in 1..=n {
             let p = nodes[i].parent.unwrap_or(ION);
             for (a, b) in [(i, p), (p, i)] {
+                // engine.rs `new_neighbor`: grow the grant queue first.
+                let needed = (nodes[a].peers.len() + 1) * MAX_WAITING_PER_PEER;
+                let g = &mut nodes[a].grants;
+                if g.capacity() < needed {
+                    let bigger = vec![Request::default(); needed.max(2 * g.capacity())];
+                    let _ = g.replace_storage(bigger);
+                }
                 peer_idx.insert((a, b), nodes[a].peers.len());
                 nodes[a].peers.push(Peer {
                     node: b,
@@ -314,7 +321,7 @@ impl Sim {
             rx_duplicates: 0,
             rx_out_of_window: 0,
             reasm_errors: 0,
-            grant_queue_full: 0,
+            grants_refused: 0,
             max_ion_queue: 0,
             max_link_queue: 0,
             max_grant_waiting: 0,
@@ -383,10 +390,7 @@ impl Sim {
                     gen,
                 } => {
                     let l = &mut self.nodes[node].peers[peer].tx[lane];
-                    if gen == FAST_SCAN {
-                        self.retransmit(node, peer, lane);
-                        self.arm_timer(node, peer, lane);
-                    } else if l.timer_gen == gen {
+                    if l.timer_gen == gen {
                         l.timer_at = u64::MAX;
                         self.retransmit(node, peer, lane);
                         self.arm_timer(node, peer, lane);
@@ -629,12 +633,13 @@ impl Sim {
         })
     }
 
-    /// Schedules the lane's retransmission scan for its earliest RTO
-    /// deadline, as engine.rs keeps `rtx_at` at the earliest deadline.
+    /// Schedules the lane's retransmission scan for its earliest deadline
+    /// (an RTO, or a hole's fast retransmission), as engine.rs keeps
+    /// `rtx_at` at the earliest deadline.
     fn arm_timer(&mut self, n: usize, p: usize, lane: usize) {
         let now_us = self.now_us();
         let l = &mut self.nodes[n].peers[p].tx[lane];
-        let Some(d) = l.win.next_due_in(now_us) else {
+        let Some(d) = l.win.next_due_in(now_us, l.win.fast_after()) else {
             return;
         };
         let at = self.now + d * 1000;
@@ -663,9 +668,8 @@ impl Sim {
         if l.win.in_flight() == 0 {
             return;
         }
-        let fast_after = l.win.rto.srtt().max(1000);
         let mut due = Vec::new();
-        if l.win.due(now_us, fast_after, |q| due.push(q)) {
+        if l.win.due(now_us, l.win.fast_after(), |q| due.push(q)) {
             self.m.rto_expired += 1;
             l.win.rto.backoff();
         }
@@ -703,24 +707,8 @@ impl Sim {
         }
         if sack != 0 {
             self.retransmit(n, p, lane);
-            if self.cfg.fast_rtx_timer {
-                // Not in engine.rs: look again once the holes are old
-                // enough for fast retransmission.
-                let l = &mut self.nodes[n].peers[p].tx[lane];
-                let at = self.now + l.win.rto.srtt().max(1000) * 1000;
-                if l.in_flight_scan <= self.now {
-                    l.in_flight_scan = at;
-                    self.at(
-                        at,
-                        Ev::Rtx {
-                            node: n,
-                            peer: p,
-                            lane,
-                            gen: FAST_SCAN,
-                        },
-                    );
-                }
-            }
+            // engine.rs: the scan after it re-arms for the holes left.
+            self.arm_timer(n, p, lane);
         }
         self.transmit(n, p);
     }
@@ -884,21 +872,31 @@ impl Sim {
         let peer = node.peers[p].node as u16;
         match op {
             CTL_RTS => {
-                if node.grants.push(Request { peer, id, len }).is_err() {
-                    // engine.rs counts drop_bad_control and answers nothing.
-                    self.m.grant_queue_full += 1;
+                match node.grants.push(Request { peer, id, len }) {
+                    Ok(()) => {}
+                    Err(GrantError::Duplicate) => {}
+                    // engine.rs counts grants_refused and rejects.
+                    Err(GrantError::Full | GrantError::PeerLimit) => {
+                        self.m.grants_refused += 1;
+                        self.send_control(n, p, CTL_REJECT, id, len);
+                        self.transmit(n, p);
+                    }
                 }
+                let node = &mut self.nodes[n];
                 self.m.max_grant_waiting = self.m.max_grant_waiting.max(node.grants.waiting());
                 self.pump_grants(n);
             }
-            CTL_CTS => {
+            CTL_CTS | CTL_REJECT => {
                 let pr = &mut node.peers[p];
                 let Some(pos) = pr.rdv_wait.iter().position(|m| m.header.id == id) else {
                     return;
                 };
                 if let Some(m) = pr.rdv_wait.remove(pos) {
                     pr.rts_out = pr.rts_out.saturating_sub(1);
-                    pr.tx[Lane::Bulk.index()].msgs.push_back(m);
+                    // A rejected message fails (engine.rs: msgs_failed).
+                    if op == CTL_CTS {
+                        pr.tx[Lane::Bulk.index()].msgs.push_back(m);
+                    }
                 }
                 self.request_next(n, p);
                 self.transmit(n, p);

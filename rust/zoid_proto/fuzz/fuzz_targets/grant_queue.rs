@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Fuzzes the rendezvous `GrantQueue<8>` against a reference model with
+//! Fuzzes the rendezvous `GrantQueue` against a reference model with
 //! arbitrary push / next_grant / complete / forget_peer / set_slots
-//! operations.  See `README.md`.
+//! / replace_storage operations.  See `README.md`.
 
 #![no_main]
 

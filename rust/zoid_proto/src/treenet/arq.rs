@@ -18,6 +18,10 @@ fn seq_diff(a: u32, b: u32) -> i64 {
     i64::from(a.wrapping_sub(b) as i32)
 }
 
+/// Shortest age (µs) of a hole before fast retransmission: below this,
+/// reordering on the link is more likely than loss.
+pub const FAST_RTX_MIN_US: u64 = 1000;
+
 const RETRANSMITTED: u8 = 1;
 const SACKED: u8 = 2;
 
@@ -205,6 +209,25 @@ impl SendWindow {
         }
     }
 
+    /// How old a hole below a selectively acked frame must be before it is
+    /// sent again: one smoothed round trip, at least [`FAST_RTX_MIN_US`].
+    pub fn fast_after(&self) -> u64 {
+        self.rto.srtt().max(FAST_RTX_MIN_US)
+    }
+
+    /// Highest selectively acked frame in flight: holes below it are lost.
+    fn highest_sacked(&self) -> Option<u32> {
+        let mut highest = None;
+        let mut seq = self.base;
+        while seq != self.next {
+            if self.is(seq, SACKED) {
+                highest = Some(seq);
+            }
+            seq = seq.wrapping_add(1);
+        }
+        highest
+    }
+
     /// Calls `f(seq)` for every frame to retransmit now: unacknowledged
     /// frames older than the RTO, and holes below a selectively acked frame
     /// older than `fast_after` (fast retransmit, at most once per
@@ -212,15 +235,7 @@ impl SendWindow {
     pub fn due(&self, now: u32, fast_after: u64, mut f: impl FnMut(u32)) -> bool {
         let rto = self.rto.rto();
         let mut expired = false;
-        // Highest selectively acked frame: holes below it are lost.
-        let mut highest_sacked = None;
-        let mut seq = self.base;
-        while seq != self.next {
-            if self.is(seq, SACKED) {
-                highest_sacked = Some(seq);
-            }
-            seq = seq.wrapping_add(1);
-        }
+        let highest_sacked = self.highest_sacked();
         let mut seq = self.base;
         while seq != self.next {
             if !self.is(seq, SACKED) {
@@ -238,14 +253,21 @@ impl SendWindow {
         expired
     }
 
-    /// Time until the earliest retransmission could become due, `None`
-    /// when nothing is in flight (for timers).
-    pub fn next_due_in(&self, now: u32) -> Option<u64> {
+    /// Time until the earliest retransmission becomes due (for timers):
+    /// an RTO expiry, or a hole below a selectively acked frame turning
+    /// `fast_after` old, as in [`SendWindow::due`].  `None` when nothing
+    /// is in flight.  A timer armed for this recovers a loss one round
+    /// trip after the selective ack that reveals it, not one RTO later.
+    pub fn next_due_in(&self, now: u32, fast_after: u64) -> Option<u64> {
+        let rto = self.rto.rto();
+        let highest_sacked = self.highest_sacked();
         let mut seq = self.base;
         let mut earliest: Option<u64> = None;
         while seq != self.next {
             if !self.is(seq, SACKED) {
-                let t = self.rto.rto().saturating_sub(self.age(seq, now));
+                let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
+                let limit = if hole { rto.min(fast_after) } else { rto };
+                let t = limit.saturating_sub(self.age(seq, now));
                 earliest = Some(earliest.map_or(t, |e| e.min(t)));
             }
             seq = seq.wrapping_add(1);

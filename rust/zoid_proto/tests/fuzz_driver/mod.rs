@@ -12,7 +12,9 @@ pub mod zoid;
 use zoid_proto::crc32c::Crc32c;
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use zoid_proto::treenet::frag::{ReasmError, Reassembler};
-use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request};
+use zoid_proto::treenet::grant::{
+    GrantError, GrantQueue, Request, MAX_SLOTS, MAX_WAITING_PER_PEER,
+};
 use zoid_proto::treenet::wire::{
     self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, HEADER_LEN, MSG_HEADER_LEN,
 };
@@ -333,7 +335,7 @@ impl Rx {
             assert!(d < l.win.in_flight(), "due frame {seq} not in flight");
             l.win.on_retransmit(seq, now);
         }
-        match l.win.next_due_in(now) {
+        match l.win.next_due_in(now, 50_000) {
             None => assert!(l.win.in_flight() == 0 || sack != 0),
             Some(t) => assert!(l.win.in_flight() > 0 && t <= l.win.rto.rto()),
         }
@@ -540,6 +542,9 @@ impl Model {
         if self.queue.iter().chain(&self.active).any(same) {
             return Err(GrantError::Duplicate);
         }
+        if self.queue.iter().filter(|q| q.peer == r.peer).count() >= MAX_WAITING_PER_PEER {
+            return Err(GrantError::PeerLimit);
+        }
         if self.queue.len() == self.cap {
             return Err(GrantError::Full);
         }
@@ -579,13 +584,15 @@ const GRANT_N: usize = 8;
 /// Grant op flag: restart with a new queue (see [`grant_queue`]).
 pub const GRANT_RESTART: u8 = 0x80;
 
-/// Runs fuzz-chosen operations on a `GrantQueue<8>` and a reference model.
+/// Runs fuzz-chosen operations on an 8-entry `GrantQueue` and a reference
+/// model.
 ///
 /// Input: one byte of initial slots, then two bytes per operation: the
 /// first's low three bits pick push / next_grant / complete / forget_peer /
-/// set_slots, the rest pick the peer (0..8) and id (0..4) or slot count.
-/// A set_slots whose second byte has [`GRANT_RESTART`] set starts a new
-/// queue instead (several inputs can share one corpus file).
+/// set_slots / grow, the rest pick the peer (0..8) and id (0..4) or slot
+/// count.  A set_slots whose second byte has [`GRANT_RESTART`] set starts
+/// a new queue instead (several inputs can share one corpus file).  Grow
+/// moves the queue into storage of 0..16 entries (refused when too small).
 pub fn grant_queue(input: &[u8]) -> GrantStats {
     let Some((&first, ops)) = input.split_first() else {
         return GrantStats::default();
@@ -594,11 +601,12 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
         let slots = usize::from(first % 10);
         let m = Model {
             cap: GRANT_N,
-            slots: slots.clamp(1, GRANT_N),
+            slots: slots.clamp(1, MAX_SLOTS),
             queue: Vec::new(),
             active: Vec::new(),
         };
-        (GrantQueue::<GRANT_N>::new(slots), m)
+        let q = GrantQueue::with_storage(vec![Request::default(); GRANT_N], slots);
+        (q, m)
     };
     let (mut q, mut m) = new(first);
     let mut stats = GrantStats::default();
@@ -627,6 +635,15 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
                 assert_eq!(done, m.complete(peer, id), "complete {peer} {id}");
                 stats.completed += usize::from(done);
             }
+            6 if op[1] & GRANT_RESTART != 0 => {
+                let cap = usize::from(op[1] & 15);
+                let grown = q.replace_storage(vec![Request::default(); cap]);
+                assert_eq!(grown.is_ok(), cap >= m.queue.len(), "grow to {cap}");
+                if grown.is_ok() {
+                    m.cap = cap;
+                }
+                assert_eq!(q.capacity(), m.cap);
+            }
             6 => {
                 q.forget_peer(peer);
                 m.forget_peer(peer);
@@ -635,13 +652,13 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
             _ => {
                 let s = usize::from(op[1] % 10);
                 q.set_slots(s);
-                m.slots = s.clamp(1, GRANT_N);
+                m.slots = s.clamp(1, MAX_SLOTS);
             }
         }
         assert_eq!(q.waiting(), m.queue.len(), "waiting");
         assert_eq!(q.active(), m.active.len(), "active");
-        assert!(q.waiting() <= GRANT_N);
-        assert!(q.active() <= GRANT_N);
+        assert!(q.waiting() <= q.capacity());
+        assert!(q.active() <= MAX_SLOTS);
         let mut peers: Vec<u16> = m.active.iter().map(|a| a.peer).collect();
         peers.sort_unstable();
         peers.dedup();
