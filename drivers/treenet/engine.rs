@@ -337,6 +337,13 @@ fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> Result<TxLane> {
     })
 }
 
+/// How long a receiver holds an ack back (µs): `ack_delay_us`, well
+/// inside the sender's shortest retransmission timeout.
+fn ack_delay_us(k: &Knobs) -> u64 {
+    let rto_min_us = u64::from(k.rto_min_ms.load(Relaxed)) * 1000;
+    u64::from(k.ack_delay_us.load(Relaxed)).min(rto_min_us / 4)
+}
+
 /// Heap storage for `len` waiting rendezvous requests.
 fn grant_storage(len: usize) -> Result<KVec<Request>> {
     let mut v = KVec::with_capacity(len, GFP_KERNEL)?;
@@ -1378,6 +1385,7 @@ impl Inner {
     fn transmit(&mut self, k: &Knobs, s: &Stats) -> bool {
         let now = now_us();
         let window = k.window.load(Relaxed) as usize;
+        let ack_delay = ack_delay_us(k);
         let mut more = false;
         for ni in 0..self.neighbors.len() {
             if !self.neighbors[ni].up {
@@ -1388,6 +1396,7 @@ impl Inner {
                 loop {
                     let l = &mut self.neighbors[ni].tx[lane.index()];
                     l.win.set_window(window);
+                    l.win.set_peer_ack_delay(ack_delay);
                     if !l.win.can_send() {
                         break;
                     }
@@ -1400,7 +1409,9 @@ impl Inner {
                     }
                     budget -= 1;
                     let seq = l.win.on_send(now);
-                    let deadline = now_ns().saturating_add(l.win.rto.rto().saturating_mul(1000));
+                    // Its tail-loss probe, the earliest it can be due.
+                    let wait = l.win.probe_after(l.win.fast_after());
+                    let deadline = now_ns().saturating_add(wait.saturating_mul(1000));
                     self.rtx_at = self.rtx_at.min(deadline);
                     if m.sent == 0 {
                         m.first_seq = seq;
@@ -1657,10 +1668,7 @@ impl Inner {
         let r = &mut self.neighbors[ni].rx[lane.index()];
         r.unacked += 1;
         if r.ack_due_ns == u64::MAX {
-            // Well inside the sender's shortest retransmission timeout.
-            let rto_min_us = u64::from(k.rto_min_ms.load(Relaxed)) * 1000;
-            let delay = u64::from(k.ack_delay_us.load(Relaxed)).min(rto_min_us / 4) * 1000;
-            r.ack_due_ns = now_ns().saturating_add(delay);
+            r.ack_due_ns = now_ns().saturating_add(ack_delay_us(k) * 1000);
         }
         let class = r.win.classify(seq);
         if class != RxClass::InOrder {

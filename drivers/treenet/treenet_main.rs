@@ -665,7 +665,9 @@ mod proto_tests {
             due[n] = q;
             n += 1;
         });
-        assert_eq!(&due[..n], &[1]);
+        // The hole below the selectively acked 2, and a tail-loss probe of
+        // the newest frame (3), older than twice `fast_after`.
+        assert_eq!(&due[..n], &[1, 3]);
     }
 
     #[test]

@@ -216,8 +216,9 @@ fn timers_wake_for_holes_after_fast_after_not_the_rto() {
     for t in 0..4 {
         s.on_send(t);
     }
-    // Nothing acked yet: the first RTO, 50 ms after frame 0.
-    assert_eq!(s.next_due_in(100, 2_000), Some(49_900));
+    // Nothing acked yet: the newest frame (3, sent at 3 µs) is probed
+    // after twice `fast_after`, long before the 50 ms RTO.
+    assert_eq!(s.next_due_in(100, 2_000), Some(3_903));
     // 0 acked, 2 sacked: 1 is a hole (due 2 ms after it left), 3 is not.
     s.on_ack(1, 0b1, 400);
     // One 400 µs sample: srtt 400, so holes wait the 1 ms floor; RTO 10 ms.
@@ -234,6 +235,15 @@ fn timers_wake_for_holes_after_fast_after_not_the_rto() {
     // RTO (sent at 3 µs, due at 10 003 µs).
     assert_eq!(s.next_due_in(2_001, 2_000), Some(2_000));
     assert_eq!(s.next_due_in(2_001, 9_000), Some(8_002));
+    // The hole again, and the tail-loss probe: frame 3 once, without an
+    // RTO backoff; then it waits for its RTO like any frame sent twice.
+    due.clear();
+    assert!(!s.due(4_003, 2_000, |q| due.push(q)));
+    assert_eq!(due, vec![1, 3]);
+    s.on_retransmit(1, 4_003);
+    s.on_retransmit(3, 4_003);
+    assert_eq!(s.rto.rto(), 10_000);
+    assert_eq!(s.next_due_in(4_003, 20_000), Some(10_000));
     assert_eq!(SendWindow::new(0, 8, est).next_due_in(0, 1), None);
 }
 

@@ -77,6 +77,12 @@ pub struct Config {
     pub rto_max_us: u64,
     /// `ack_delay_us`.
     pub ack_delay_us: u64,
+    /// Messages of `size` bytes the ION sends to every CN at time 0
+    /// (file broadcast, ssi invalidations); 0: none.
+    pub broadcasts: usize,
+    /// Send each broadcast as one unicast per CN instead of one treenet
+    /// broadcast (`dst=0xffff`, copied by every node to its children).
+    pub broadcast_as_unicast: bool,
     /// Simulated time after which the run stops (a stuck run is reported,
     /// not looped on forever), ns.
     pub time_limit_ns: u64,
@@ -111,6 +117,8 @@ impl Default for Config {
             rto_min_us: 20_000,
             rto_max_us: 2_000_000,
             ack_delay_us: 2_000,
+            broadcasts: 0,
+            broadcast_as_unicast: false,
             time_limit_ns: 600_000_000_000,
         }
     }
@@ -173,6 +181,18 @@ pub struct Metrics {
     /// Most messages queued at any node for one neighbour (all lanes and
     /// the rendezvous wait list).
     pub max_msgs_queued: usize,
+    /// Broadcast messages the CNs were to receive (`broadcasts × cns`).
+    pub bcast_expected: u64,
+    /// Distinct broadcast messages delivered to CNs.
+    pub bcast_delivered: u64,
+    /// Deliveries of a broadcast message a CN already had (must be 0).
+    pub bcast_duplicates: u64,
+    /// When the last CN received the last broadcast message, ns.
+    pub bcast_done_ns: u64,
+    /// Frames the ION's port sent (data, retransmissions and acks).
+    pub ion_out_frames: u64,
+    /// Bytes the ION's port sent.
+    pub ion_out_bytes: u64,
     /// Events processed.
     pub events: u64,
 }
@@ -180,6 +200,10 @@ pub struct Metrics {
 impl Metrics {
     /// Every message delivered exactly once and answered.
     pub fn exactly_once(&self) -> bool {
-        self.delivered == self.expected && self.duplicates == 0 && self.completed == self.expected
+        self.delivered == self.expected
+            && self.duplicates == 0
+            && self.completed == self.expected
+            && self.bcast_delivered == self.bcast_expected
+            && self.bcast_duplicates == 0
     }
 }

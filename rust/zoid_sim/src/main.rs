@@ -121,4 +121,38 @@ fn main() {
             if m.exactly_once() { "yes" } else { "NO" },
         );
     }
+
+    println!("\n## (d) broadcast from the ION to 64 CNs: one broadcast vs 64 unicasts\n");
+    println!("4 messages of 64 KiB to every CN, rendezvous K=16, no CN traffic.\n");
+    println!(
+        "| topology, mode | ION port frames out | ION port MB out | done at ms | delivered / expected | exactly once |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for fanout in [64, 8, 2] {
+        for unicast in [false, true] {
+            let m = run(&Config {
+                cns: 64,
+                fanout,
+                messages: 0,
+                broadcasts: 4,
+                broadcast_as_unicast: unicast,
+                ..base.clone()
+            });
+            println!(
+                "| {}, {} | {} | {:.1} | {:.1} | {} / {} | {} |",
+                if fanout >= 64 {
+                    "star".to_string()
+                } else {
+                    format!("tree fanout {fanout}")
+                },
+                if unicast { "64 unicasts" } else { "broadcast" },
+                m.ion_out_frames,
+                m.ion_out_bytes as f64 / 1e6,
+                m.bcast_done_ns as f64 / 1e6,
+                m.bcast_delivered,
+                m.bcast_expected,
+                if m.exactly_once() { "yes" } else { "NO" },
+            );
+        }
+    }
 }

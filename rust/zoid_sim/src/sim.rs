@@ -18,7 +18,7 @@ use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow, MA
 use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
 use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, MAX_WAITING_PER_PEER};
 use zoid_proto::treenet::wire::{
-    self, Lane, MsgHeader, FLAG_FIRST, HEADER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
+    self, Lane, MsgHeader, BROADCAST, FLAG_FIRST, HEADER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
 };
 
 use crate::rng::Rng;
@@ -55,6 +55,8 @@ enum Content {
     Ctl { op: u8, id: u32, len: u32 },
     /// The ION's reply to request `req` of the destination CN.
     Reply { req: u32 },
+    /// Broadcast message number `n` (sent as a broadcast or as unicasts).
+    Bcast { n: u32 },
 }
 
 /// engine.rs `OutMsg`: a message queued for one neighbour.
@@ -141,6 +143,7 @@ struct Chan {
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Start(usize),
+    Broadcast,
     TxDone(usize),
     Arrive(Frame),
     Rtx {
@@ -208,6 +211,8 @@ struct Sim {
     /// Submission time and length of each outstanding request.
     submitted: HashMap<(usize, u32), (u64, usize)>,
     delivered: HashMap<(usize, u32), u32>,
+    /// Broadcast messages each CN received: (cn, n) -> deliveries.
+    bcast_seen: HashMap<(usize, u32), u32>,
     latencies: Vec<u64>,
     workers_busy: usize,
     backlog: VecDeque<(usize, u32)>,
@@ -215,12 +220,15 @@ struct Sim {
 }
 
 fn lane_tx(cfg: &Config) -> TxLane {
+    let mut win = SendWindow::new(
+        0,
+        cfg.window,
+        RtoEstimator::new(RTO_INITIAL_US, cfg.rto_min_us, cfg.rto_max_us),
+    );
+    // engine.rs `transmit`: the receiver's ack delay, for tail-loss probes.
+    win.set_peer_ack_delay(cfg.ack_delay_us.min(cfg.rto_min_us / 4));
     TxLane {
-        win: SendWindow::new(
-            0,
-            cfg.window,
-            RtoEstimator::new(RTO_INITIAL_US, cfg.rto_min_us, cfg.rto_max_us),
-        ),
+        win,
         msgs: VecDeque::new(),
         timer_at: u64::MAX,
         timer_gen: 0,
@@ -327,6 +335,12 @@ impl Sim {
             max_grant_waiting: 0,
             max_reorder: 0,
             max_msgs_queued: 0,
+            bcast_expected: (n * cfg.broadcasts) as u64,
+            bcast_delivered: 0,
+            bcast_duplicates: 0,
+            bcast_done_ns: 0,
+            ion_out_frames: 0,
+            ion_out_bytes: 0,
             events: 0,
         };
         let mut sim = Self {
@@ -342,6 +356,7 @@ impl Sim {
             app: vec![App::default(); n + 1],
             submitted: HashMap::new(),
             delivered: HashMap::new(),
+            bcast_seen: HashMap::new(),
             latencies: Vec::new(),
             workers_busy: 0,
             backlog: VecDeque::new(),
@@ -350,6 +365,9 @@ impl Sim {
         for cn in 1..=n {
             let jitter = sim.rng.below(10_000);
             sim.at(jitter, Ev::Start(cn));
+        }
+        if sim.cfg.broadcasts > 0 {
+            sim.at(0, Ev::Broadcast);
         }
         sim
     }
@@ -381,6 +399,7 @@ impl Sim {
             self.m.events += 1;
             match e.ev {
                 Ev::Start(cn) => self.submit(cn),
+                Ev::Broadcast => self.broadcast(),
                 Ev::TxDone(c) => self.tx_done(c),
                 Ev::Arrive(f) => self.arrive(f),
                 Ev::Rtx {
@@ -475,6 +494,10 @@ impl Sim {
     }
 
     fn chan_push(&mut self, c: usize, f: Frame) {
+        if c == 1 {
+            self.m.ion_out_frames += 1;
+            self.m.ion_out_bytes += f.bytes as u64;
+        }
         let ch = &mut self.chans[c];
         ch.queue.push_back(f);
         ch.max_len = ch.max_len.max(ch.queue.len());
@@ -851,7 +874,14 @@ impl Sim {
 
     /// engine.rs `message_in`: control, forward, or deliver.
     fn message_in(&mut self, n: usize, p: usize, h: MsgHeader, content: Content) {
-        if h.channel == CHANNEL_TREENET && usize::from(h.dst) == n {
+        if h.dst == BROADCAST {
+            // engine.rs: delivered here, and copied to the children.
+            if let Content::Bcast { n: b } = content {
+                self.bcast_deliver(n, b);
+            }
+            let from = self.nodes[n].peers[p].node;
+            self.route_broadcast(n, h, content, Some(from));
+        } else if h.channel == CHANNEL_TREENET && usize::from(h.dst) == n {
             self.control_in(n, p, content);
         } else if usize::from(h.dst) != n {
             self.route_msg(n, h, content);
@@ -859,6 +889,8 @@ impl Sim {
             self.ion_deliver(h);
         } else if let Content::Reply { req } = content {
             self.cn_reply(n, req);
+        } else if let Content::Bcast { n: b } = content {
+            self.bcast_deliver(n, b);
         }
     }
 
@@ -938,7 +970,60 @@ impl Sim {
         }
     }
 
+    /// engine.rs `route_msg` for `BROADCAST`: a copy to every child but
+    /// the neighbour it came from.
+    fn route_broadcast(&mut self, n: usize, h: MsgHeader, content: Content, from: Option<usize>) {
+        let kids: Vec<usize> = (0..self.nodes[n].peers.len())
+            .filter(|&p| {
+                let node = self.nodes[n].peers[p].node;
+                self.parent(node) == Some(n) && Some(node) != from
+            })
+            .collect();
+        for p in kids {
+            self.enqueue(n, p, h, content);
+        }
+    }
+
     // ---- upper layers ------------------------------------------------
+
+    /// The ION sends every broadcast message, as one broadcast or as one
+    /// unicast per CN.
+    fn broadcast(&mut self) {
+        for b in 0..self.cfg.broadcasts as u32 {
+            let mut h = MsgHeader {
+                origin: ION as u16,
+                dst: BROADCAST,
+                channel: CHANNEL_APP,
+                flags: 0,
+                len: self.cfg.size as u32,
+                id: 0,
+            };
+            let content = Content::Bcast { n: b };
+            if self.cfg.broadcast_as_unicast {
+                for cn in 1..=self.cfg.cns {
+                    h.dst = cn as u16;
+                    h.id = self.nodes[ION].next_id;
+                    self.nodes[ION].next_id = h.id.wrapping_add(1);
+                    self.route_msg(ION, h, content);
+                }
+            } else {
+                h.id = self.nodes[ION].next_id;
+                self.nodes[ION].next_id = h.id.wrapping_add(1);
+                self.route_broadcast(ION, h, content, None);
+            }
+        }
+    }
+
+    fn bcast_deliver(&mut self, cn: usize, b: u32) {
+        let seen = self.bcast_seen.entry((cn, b)).or_insert(0);
+        *seen += 1;
+        if *seen > 1 {
+            self.m.bcast_duplicates += 1;
+            return;
+        }
+        self.m.bcast_delivered += 1;
+        self.m.bcast_done_ns = self.now;
+    }
 
     fn submit(&mut self, cn: usize) {
         while self.app[cn].inflight < self.cfg.outstanding.max(1)

@@ -118,3 +118,35 @@ fn star_of_256_delivers_everything() {
     assert_eq!(m.grants_refused, 0);
     assert!(m.exactly_once(), "{m:?}");
 }
+
+/// Broadcast from the ION reaches every CN exactly once, with loss, in a
+/// tree; there the ION's port carries one copy per child, not per CN.  In
+/// a star each CN is a child, so a broadcast costs the ION port as much as
+/// unicasts do.
+#[test]
+fn broadcast_reaches_every_cn_once_and_trees_spare_the_ion_port() {
+    let cfg = |fanout, unicast, loss_ppm| Config {
+        cns: 32,
+        fanout,
+        messages: 0,
+        broadcasts: 2,
+        size: 16 << 10,
+        broadcast_as_unicast: unicast,
+        loss_ppm,
+        ..Config::default()
+    };
+    let lossy = run(&cfg(4, false, 10_000));
+    assert!(lossy.frames_lost > 0, "{lossy:?}");
+    assert!(lossy.exactly_once(), "{lossy:?}");
+    assert_eq!(lossy.bcast_delivered, 64);
+    let tree = run(&cfg(4, false, 0));
+    let tree_uni = run(&cfg(4, true, 0));
+    assert!(tree.exactly_once() && tree_uni.exactly_once());
+    assert!(
+        tree.ion_out_frames * 6 < tree_uni.ion_out_frames,
+        "{tree:?} {tree_uni:?}"
+    );
+    let star = run(&cfg(32, false, 0));
+    let star_uni = run(&cfg(32, true, 0));
+    assert_eq!(star.ion_out_frames, star_uni.ion_out_frames);
+}

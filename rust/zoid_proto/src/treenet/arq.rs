@@ -108,6 +108,8 @@ pub struct SendWindow {
     window: usize,
     sent_at: [u32; RING],
     flags: [u8; RING],
+    /// How long the receiver may hold an ack back (µs).
+    peer_ack_delay: u64,
     /// RTO estimation of this lane.
     pub rto: RtoEstimator,
 }
@@ -121,8 +123,15 @@ impl SendWindow {
             window: window.clamp(1, MAX_WINDOW),
             sent_at: [0; RING],
             flags: [0; RING],
+            peer_ack_delay: 0,
             rto,
         }
+    }
+
+    /// Tells the window how long the receiver may delay an ack (µs), so a
+    /// tail-loss probe does not race a delayed ack.
+    pub fn set_peer_ack_delay(&mut self, us: u64) {
+        self.peer_ack_delay = us;
     }
 
     /// Oldest unacknowledged sequence number.
@@ -228,10 +237,41 @@ impl SendWindow {
         highest
     }
 
+    /// How old unacknowledged frame `seq` may get before it goes again:
+    /// the RTO; `fast_after` for a hole below a selectively acked frame
+    /// (fast retransmission); twice `fast_after` plus the peer's ack delay
+    /// for the newest frame in flight if it was sent once (a tail-loss
+    /// probe: nothing after it can be selectively acked to reveal its loss,
+    /// and its answer, an ack, reveals any hole before it).
+    fn resend_after(&self, seq: u32, highest_sacked: Option<u32>, fast_after: u64) -> u64 {
+        let rto = self.rto.rto();
+        let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
+        let newest = seq.wrapping_add(1) == self.next;
+        if hole {
+            rto.min(fast_after)
+        } else if newest && !self.is(seq, RETRANSMITTED) {
+            self.probe_after(fast_after)
+        } else {
+            rto
+        }
+    }
+
+    /// How old the newest frame may get before a tail-loss probe resends
+    /// it: twice `fast_after` plus the peer's ack delay, at most the RTO.
+    /// A frame just sent is due again after this at the earliest.
+    pub fn probe_after(&self, fast_after: u64) -> u64 {
+        let probe = fast_after
+            .saturating_mul(2)
+            .saturating_add(self.peer_ack_delay);
+        self.rto.rto().min(probe)
+    }
+
     /// Calls `f(seq)` for every frame to retransmit now: unacknowledged
-    /// frames older than the RTO, and holes below a selectively acked frame
+    /// frames older than the RTO, holes below a selectively acked frame
     /// older than `fast_after` (fast retransmit, at most once per
-    /// `fast_after`).  Returns whether an RTO expired (caller backs off).
+    /// `fast_after`), and the newest frame once as a tail-loss probe (see
+    /// [`SendWindow::resend_after`]).  Returns whether an RTO expired
+    /// (caller backs off; probes and fast retransmits do not back off).
     pub fn due(&self, now: u32, fast_after: u64, mut f: impl FnMut(u32)) -> bool {
         let rto = self.rto.rto();
         let mut expired = false;
@@ -240,11 +280,10 @@ impl SendWindow {
         while seq != self.next {
             if !self.is(seq, SACKED) {
                 let age = self.age(seq, now);
-                let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
                 if age >= rto {
                     expired = true;
                     f(seq);
-                } else if hole && age >= fast_after {
+                } else if age >= self.resend_after(seq, highest_sacked, fast_after) {
                     f(seq);
                 }
             }
@@ -253,20 +292,18 @@ impl SendWindow {
         expired
     }
 
-    /// Time until the earliest retransmission becomes due (for timers):
-    /// an RTO expiry, or a hole below a selectively acked frame turning
-    /// `fast_after` old, as in [`SendWindow::due`].  `None` when nothing
-    /// is in flight.  A timer armed for this recovers a loss one round
-    /// trip after the selective ack that reveals it, not one RTO later.
+    /// Time until the earliest retransmission becomes due (for timers), as
+    /// in [`SendWindow::due`]: an RTO expiry, a hole turning `fast_after`
+    /// old, or a tail-loss probe.  `None` when nothing is in flight.  A
+    /// timer armed for this recovers a loss about a round trip after it,
+    /// not one RTO later.
     pub fn next_due_in(&self, now: u32, fast_after: u64) -> Option<u64> {
-        let rto = self.rto.rto();
         let highest_sacked = self.highest_sacked();
         let mut seq = self.base;
         let mut earliest: Option<u64> = None;
         while seq != self.next {
             if !self.is(seq, SACKED) {
-                let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
-                let limit = if hole { rto.min(fast_after) } else { rto };
+                let limit = self.resend_after(seq, highest_sacked, fast_after);
                 let t = limit.saturating_sub(self.age(seq, now));
                 earliest = Some(earliest.map_or(t, |e| e.min(t)));
             }
