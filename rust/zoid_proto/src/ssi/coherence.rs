@@ -1,0 +1,635 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Write-invalidate coherence of one container object, in Kerrighed's
+//! terms, as a sans-IO state machine.
+//!
+//! Every node that knows an object keeps one [`Object`]: its state
+//! ([`State`], Kerrighed's `INV_COPY` ... `WRITE_OWNER` plus the waits), a
+//! *probable owner* and, on the owner, the copyset.  Exactly one node owns
+//! the object; readers hold copies that the owner tracks; a write first
+//! invalidates every copy and waits for every acknowledgement.
+//!
+//! * Local accesses: [`Object::acquire`] (read or write) and
+//!   [`Object::release`], in the spirit of KDDM's grab/put: while an access
+//!   is held the object stays put, and requests from other nodes wait.
+//! * Messages from other nodes: [`Object::on_message`].
+//! * Both report what to do as [`Action`]s (send a message, install or
+//!   drop the contents, create them, grant the access) through a callback;
+//!   the caller moves the bytes.
+//!
+//! Requests find the owner by following probable owners, and a write
+//! request re-points every node it passes to the requester, as in the
+//! Naimi–Trehel and Li–Hudak algorithms: the probable owners always form
+//! chains that end at the owner or at the last node that asked to write,
+//! which queues what arrives until it has had its turn.  So no request is
+//! lost or bounced around, and writers are served in the order they asked.
+//!
+//! The transport may reorder messages between different pairs of nodes; a
+//! read copy that crosses the invalidation of its own version is
+//! recognised as stale by its version and asked for again.
+//!
+//! Storage that grows with the number of nodes (the copyset and the queue
+//! of waiting requests) is the caller's, through [`NodeSet`] and
+//! [`RequestQueue`]; when it cannot grow, the event is refused with
+//! [`Error::NoMemory`] before anything changes, and can be given again.
+//!
+//! `tests/ssi_coherence.rs` checks the invariants (one writer, no stale
+//! read, no lost request or ownership, acyclic probable-owner chains) over
+//! every interleaving of small scenarios and random larger ones.
+
+/// A node of the cluster (treenet's node ids fit; 32 bits leave room).
+pub type NodeId = u32;
+
+/// What a local access needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Access {
+    /// A valid copy, shared with other readers.
+    Read,
+    /// The only copy, writable (ownership).
+    Write,
+}
+
+/// The state of an object on one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum State {
+    /// No copy; requests go to the probable owner.
+    InvCopy,
+    /// A read-only copy, in the owner's copyset.
+    ReadCopy,
+    /// Owner of an object whose contents do not exist yet: the first access
+    /// creates them ([`Action::FirstTouch`]).
+    InvOwner,
+    /// Owner with a valid copy; other nodes may hold read copies.
+    ReadOwner,
+    /// Owner with the only copy: writable.
+    WriteOwner,
+    /// Asked for a read copy.
+    WaitRead,
+    /// Asked for ownership, to write.
+    WaitWrite,
+    /// Owner waiting for the acknowledgements of its invalidations, before
+    /// writing itself or handing ownership over.
+    WaitAcks,
+}
+
+impl State {
+    /// Kerrighed's name of the state, for sysfs and traces.
+    pub fn kerrighed_name(self) -> &'static str {
+        match self {
+            State::InvCopy => "INV_COPY",
+            State::ReadCopy => "READ_COPY",
+            State::InvOwner => "INV_OWNER",
+            State::ReadOwner => "READ_OWNER",
+            State::WriteOwner => "WRITE_OWNER",
+            State::WaitRead => "WAIT_OBJ_READ",
+            State::WaitWrite => "WAIT_OBJ_WRITE",
+            State::WaitAcks => "WAIT_ACK_WRITE",
+        }
+    }
+
+    /// Whether the node owns the object in this state (`WaitAcks` too: the
+    /// ownership has not left yet).
+    pub fn is_owner(self) -> bool {
+        matches!(
+            self,
+            State::InvOwner | State::ReadOwner | State::WriteOwner | State::WaitAcks
+        )
+    }
+
+    /// Whether the node has valid contents in this state.
+    pub fn has_copy(self) -> bool {
+        matches!(self, State::ReadCopy | State::ReadOwner | State::WriteOwner)
+    }
+}
+
+/// The kinds of coherence messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum MsgKind {
+    /// `node` wants a read copy.
+    ReadReq = 1,
+    /// `node` wants ownership.
+    WriteReq = 2,
+    /// A read copy of version `version` (carries the contents).
+    Copy = 3,
+    /// Ownership of the object at version `version` (carries the contents).
+    Ownership = 4,
+    /// Drop your copy: version `version` is being written.
+    Invalidate = 5,
+    /// The copy is dropped.
+    InvAck = 6,
+}
+
+impl MsgKind {
+    /// The kind with wire code `code`.
+    pub fn from_u8(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => MsgKind::ReadReq,
+            2 => MsgKind::WriteReq,
+            3 => MsgKind::Copy,
+            4 => MsgKind::Ownership,
+            5 => MsgKind::Invalidate,
+            6 => MsgKind::InvAck,
+            _ => return None,
+        })
+    }
+
+    /// Whether the message carries the object's contents.
+    pub fn carries_contents(self) -> bool {
+        matches!(self, MsgKind::Copy | MsgKind::Ownership)
+    }
+}
+
+/// A coherence message about one object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Msg {
+    /// What it is.
+    pub kind: MsgKind,
+    /// Requests: the node that wants the object (kept when forwarded).
+    /// Other kinds: the sender.
+    pub node: NodeId,
+    /// `Copy`, `Ownership`: version of the contents carried.
+    /// `Invalidate`: the version about to be written.  Otherwise 0.
+    pub version: u64,
+}
+
+/// A request waiting at the node that will serve it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Request {
+    /// What is asked for.
+    pub access: Access,
+    /// Who asks.
+    pub node: NodeId,
+}
+
+/// What the caller does on behalf of the state machine, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send `msg` to `to`.  For `Copy` and `Ownership`, attach the local
+    /// contents (as they are now: a later action may drop them).
+    Send {
+        /// Destination node.
+        to: NodeId,
+        /// The message.
+        msg: Msg,
+    },
+    /// Keep the contents carried by the message being handled.
+    Install,
+    /// The local contents are no longer valid: free them.
+    DropContents,
+    /// Create the object's initial contents (the I/O linker's first touch).
+    FirstTouch,
+    /// The local access asked for with [`Object::acquire`] is granted.
+    Granted(Access),
+}
+
+/// Why an event was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A local access is already asked for or held on this node.
+    Busy,
+    /// [`Object::release`] without a held access.
+    NotHeld,
+    /// The copyset or the request queue could not grow: nothing changed,
+    /// give the event again later.
+    NoMemory,
+    /// A message the protocol never sends to a node in this state (a
+    /// corrupt or foreign peer): ignored, nothing changed.
+    Unexpected,
+}
+
+/// The set of nodes holding read copies (kept by the owner).
+pub trait NodeSet {
+    /// Adds `node`; `Err(NoMemory)` if the set cannot grow.
+    fn insert(&mut self, node: NodeId) -> Result<(), Error>;
+    /// Removes `node` if present.
+    fn remove(&mut self, node: NodeId);
+    /// Whether the set is empty.
+    fn is_empty(&self) -> bool;
+    /// Calls `f` for each node and empties the set.
+    fn drain_each(&mut self, f: &mut dyn FnMut(NodeId));
+}
+
+/// FIFO of requests waiting for this node's turn as owner.
+pub trait RequestQueue {
+    /// Appends `r`; `Err(NoMemory)` if the queue cannot grow.
+    fn push_back(&mut self, r: Request) -> Result<(), Error>;
+    /// The oldest request.
+    fn front(&self) -> Option<Request>;
+    /// Removes the oldest request.
+    fn pop_front(&mut self) -> Option<Request>;
+}
+
+/// One object's coherence state on one node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Object<Q, C> {
+    me: NodeId,
+    state: State,
+    /// Probable owner; `me` while owning or waiting to own (with nothing
+    /// queued for another writer).
+    hint: NodeId,
+    /// Version of the local contents (owner and copies); grows at every
+    /// write access.
+    version: u64,
+    /// While waiting for a copy: copies older than this were invalidated.
+    floor: u64,
+    /// In `WaitAcks`: acknowledgements still missing.
+    acks_left: u32,
+    /// In `WaitAcks`: hand ownership to this node once acknowledged
+    /// (`None`: the acknowledgements are for a local write).
+    transfer_to: Option<NodeId>,
+    held: Option<Access>,
+    wanted: Option<Access>,
+    /// An invalidation that waits for the local read to end: its sender.
+    deferred_ack: Option<NodeId>,
+    copyset: C,
+    queue: Q,
+}
+
+impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
+    /// The object as node `me` first knows it: `home` owns it, without
+    /// contents until first touched; everybody else has no copy and asks
+    /// `home`.
+    pub fn new(me: NodeId, home: NodeId, copyset: C, queue: Q) -> Self {
+        Self {
+            me,
+            state: if me == home {
+                State::InvOwner
+            } else {
+                State::InvCopy
+            },
+            hint: home,
+            version: 0,
+            floor: 0,
+            acks_left: 0,
+            transfer_to: None,
+            held: None,
+            wanted: None,
+            deferred_ack: None,
+            copyset,
+            queue,
+        }
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The probable owner.
+    pub fn probable_owner(&self) -> NodeId {
+        self.hint
+    }
+
+    /// Version of the local contents (meaningful with a copy).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The held local access.
+    pub fn held(&self) -> Option<Access> {
+        self.held
+    }
+
+    /// The local access asked for and not yet granted.
+    pub fn wanted(&self) -> Option<Access> {
+        self.wanted
+    }
+
+    /// Whether requests wait here (for this node's turn, or after an
+    /// earlier `NoMemory`: see [`Object::poll`]).
+    pub fn has_waiting(&self) -> bool {
+        self.queue.front().is_some()
+    }
+
+    /// Whether the node is idle for this object: nothing held, asked for,
+    /// queued or awaited.  An idle object without a copy may be forgotten
+    /// by a non-owner.
+    pub fn is_idle(&self) -> bool {
+        self.held.is_none()
+            && self.wanted.is_none()
+            && self.queue.front().is_none()
+            && !matches!(
+                self.state,
+                State::WaitRead | State::WaitWrite | State::WaitAcks
+            )
+    }
+
+    fn send(&self, out: &mut dyn FnMut(Action), to: NodeId, kind: MsgKind, node: NodeId, v: u64) {
+        out(Action::Send {
+            to,
+            msg: Msg {
+                kind,
+                node,
+                version: v,
+            },
+        });
+    }
+
+    fn grant(&mut self, access: Access, out: &mut dyn FnMut(Action)) {
+        if access == Access::Write {
+            self.version = self.version.saturating_add(1);
+        }
+        self.held = Some(access);
+        self.wanted = None;
+        out(Action::Granted(access));
+    }
+
+    /// Asks for `access` locally.  [`Action::Granted`] comes now, or later
+    /// from [`Object::on_message`]; until [`Object::release`], one access
+    /// at a time (`Busy`).
+    pub fn acquire(&mut self, access: Access, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        if self.held.is_some() || self.wanted.is_some() {
+            return Err(Error::Busy);
+        }
+        match (self.state, access) {
+            (State::InvOwner, _) => {
+                out(Action::FirstTouch);
+                self.state = State::WriteOwner;
+                self.grant(access, out);
+            }
+            (State::ReadCopy | State::ReadOwner | State::WriteOwner, Access::Read)
+            | (State::WriteOwner, Access::Write) => self.grant(access, out),
+            (State::ReadOwner, Access::Write) => {
+                self.wanted = Some(access);
+                self.invalidate_copies(None, out);
+            }
+            (State::WaitAcks, _) => {
+                // Handing ownership over: ask for it back once it is gone.
+                self.wanted = Some(access);
+            }
+            (State::ReadCopy | State::InvCopy, _) => {
+                if self.state == State::ReadCopy {
+                    out(Action::DropContents);
+                }
+                self.wanted = Some(access);
+                self.ask(access, out);
+            }
+            (State::WaitRead | State::WaitWrite, _) => return Err(Error::Busy),
+        }
+        Ok(())
+    }
+
+    /// Sends the request for the wanted access to the probable owner.
+    fn ask(&mut self, access: Access, out: &mut dyn FnMut(Action)) {
+        let to = self.hint;
+        match access {
+            Access::Read => {
+                self.state = State::WaitRead;
+                self.floor = 0;
+                self.send(out, to, MsgKind::ReadReq, self.me, 0);
+            }
+            Access::Write => {
+                self.state = State::WaitWrite;
+                // The last node to ask for ownership is where requests
+                // queue from now on.
+                self.hint = self.me;
+                self.send(out, to, MsgKind::WriteReq, self.me, 0);
+            }
+        }
+    }
+
+    /// Ends the held local access.  A write's changes are in the contents
+    /// the caller keeps; waiting requests are served now.  `NoMemory` here
+    /// means the access did end but a waiting request could not be served
+    /// yet: [`Object::poll`] later.
+    pub fn release(&mut self, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        if self.held.take().is_none() {
+            return Err(Error::NotHeld);
+        }
+        if let Some(from) = self.deferred_ack.take() {
+            self.state = State::InvCopy;
+            out(Action::DropContents);
+            self.send(out, from, MsgKind::InvAck, self.me, 0);
+        }
+        self.serve_queue(out)
+    }
+
+    /// Serves requests still queued after an earlier `NoMemory`.
+    pub fn poll(&mut self, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        self.serve_queue(out)
+    }
+
+    /// Whether this node serves requests right now.
+    fn serving(&self) -> bool {
+        self.held.is_none()
+            && matches!(
+                self.state,
+                State::InvOwner | State::ReadOwner | State::WriteOwner
+            )
+    }
+
+    fn first_touch(&mut self, out: &mut dyn FnMut(Action)) {
+        if self.state == State::InvOwner {
+            out(Action::FirstTouch);
+            self.state = State::WriteOwner;
+        }
+    }
+
+    /// Serves one request at a serving owner.
+    fn serve(&mut self, req: Request, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        match req.access {
+            Access::Read => {
+                self.copyset.insert(req.node)?;
+                self.first_touch(out);
+                self.state = State::ReadOwner;
+                self.send(out, req.node, MsgKind::Copy, self.me, self.version);
+            }
+            Access::Write => {
+                self.first_touch(out);
+                self.hint = req.node;
+                self.copyset.remove(req.node);
+                self.invalidate_copies(Some(req.node), out);
+            }
+        }
+        Ok(())
+    }
+
+    /// Invalidates every copy before a write (here, or at `transfer_to`).
+    fn invalidate_copies(&mut self, transfer_to: Option<NodeId>, out: &mut dyn FnMut(Action)) {
+        let (me, next) = (self.me, self.version.saturating_add(1));
+        let mut sent = 0u32;
+        self.copyset.drain_each(&mut |node| {
+            sent += 1;
+            out(Action::Send {
+                to: node,
+                msg: Msg {
+                    kind: MsgKind::Invalidate,
+                    node: me,
+                    version: next,
+                },
+            });
+        });
+        self.acks_left = sent;
+        self.transfer_to = transfer_to;
+        self.state = State::WaitAcks;
+        if sent == 0 {
+            self.acks_done(out);
+        }
+    }
+
+    /// Every copy is gone: write, or hand ownership over.
+    fn acks_done(&mut self, out: &mut dyn FnMut(Action)) {
+        match self.transfer_to.take() {
+            None => {
+                self.state = State::WriteOwner;
+                self.grant(Access::Write, out);
+            }
+            Some(to) => {
+                self.send(out, to, MsgKind::Ownership, self.me, self.version);
+                out(Action::DropContents);
+                self.state = State::InvCopy;
+                // Whatever was queued goes after the new owner.
+                while let Some(req) = self.queue.pop_front() {
+                    self.forward(req, out);
+                }
+                if let Some(access) = self.wanted {
+                    self.ask(access, out);
+                }
+            }
+        }
+    }
+
+    fn serve_queue(&mut self, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        while let Some(req) = self.queue.front() {
+            if !self.serving() {
+                break;
+            }
+            if req.access == Access::Read {
+                // May fail (copyset full): then the request stays queued.
+                self.serve(req, out)?;
+                self.queue.pop_front();
+            } else {
+                // Cannot fail; off the queue first, as handing ownership
+                // over forwards what is still queued.
+                self.queue.pop_front();
+                self.serve(req, out)?;
+            }
+        }
+        if !self.state.is_owner() && self.state != State::WaitWrite {
+            while let Some(req) = self.queue.pop_front() {
+                self.forward(req, out);
+            }
+        }
+        Ok(())
+    }
+
+    /// Passes `req` on to the probable owner (a write request makes its
+    /// requester the probable owner).
+    fn forward(&mut self, req: Request, out: &mut dyn FnMut(Action)) {
+        let kind = match req.access {
+            Access::Read => MsgKind::ReadReq,
+            Access::Write => MsgKind::WriteReq,
+        };
+        self.send(out, self.hint, kind, req.node, 0);
+        if req.access == Access::Write {
+            self.hint = req.node;
+        }
+    }
+
+    /// Handles a message from another node.
+    pub fn on_message(&mut self, msg: Msg, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        if msg.version == u64::MAX || msg.node == self.me {
+            // No node gets there (the versions that follow would not
+            // grow), and no node sends to itself or has its own request
+            // come back.
+            return Err(Error::Unexpected);
+        }
+        match msg.kind {
+            MsgKind::ReadReq | MsgKind::WriteReq => {
+                let access = if msg.kind == MsgKind::ReadReq {
+                    Access::Read
+                } else {
+                    Access::Write
+                };
+                self.on_request(
+                    Request {
+                        access,
+                        node: msg.node,
+                    },
+                    out,
+                )
+            }
+            MsgKind::Copy => {
+                if self.state != State::WaitRead {
+                    return Err(Error::Unexpected);
+                }
+                if msg.version < self.floor {
+                    // Crossed the invalidation of its version: ask again.
+                    self.send(out, self.hint, MsgKind::ReadReq, self.me, 0);
+                    return Ok(());
+                }
+                out(Action::Install);
+                self.version = msg.version;
+                self.state = State::ReadCopy;
+                self.grant(Access::Read, out);
+                Ok(())
+            }
+            MsgKind::Ownership => {
+                if self.state != State::WaitWrite {
+                    return Err(Error::Unexpected);
+                }
+                out(Action::Install);
+                self.version = msg.version;
+                self.state = State::WriteOwner;
+                self.grant(Access::Write, out);
+                Ok(())
+            }
+            MsgKind::Invalidate => {
+                match self.state {
+                    State::ReadCopy if self.held.is_some() => {
+                        // Acknowledged when the local read ends.
+                        if self.deferred_ack.is_some() {
+                            return Err(Error::Unexpected);
+                        }
+                        self.deferred_ack = Some(msg.node);
+                        return Ok(());
+                    }
+                    State::ReadCopy => {
+                        self.state = State::InvCopy;
+                        out(Action::DropContents);
+                    }
+                    State::WaitRead => self.floor = self.floor.max(msg.version),
+                    State::WaitWrite | State::InvCopy => {}
+                    _ => return Err(Error::Unexpected),
+                }
+                self.send(out, msg.node, MsgKind::InvAck, self.me, 0);
+                Ok(())
+            }
+            MsgKind::InvAck => {
+                if self.state != State::WaitAcks || self.acks_left == 0 {
+                    return Err(Error::Unexpected);
+                }
+                self.acks_left -= 1;
+                if self.acks_left == 0 {
+                    self.acks_done(out);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn on_request(&mut self, req: Request, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        if self.serving() && self.queue.front().is_none() {
+            return self.serve(req, out);
+        }
+        // The owner (busy) or the last node to ask for ownership: the
+        // request waits here for this node's turn.
+        let queues_here = self.hint == self.me
+            && (self.state.is_owner() || self.state == State::WaitWrite)
+            && self.transfer_to.is_none();
+        if queues_here {
+            self.queue.push_back(req)?;
+            if req.access == Access::Write {
+                self.hint = req.node;
+            }
+            return Ok(());
+        }
+        if self.hint == self.me || self.hint == req.node {
+            // Nowhere to go, or back to where it came from.
+            return Err(Error::Unexpected);
+        }
+        self.forward(req, out);
+        Ok(())
+    }
+}

@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The ssi coherence state machine checked against its invariants over
+//! interleavings of simulated nodes: every interleaving of small scenarios
+//! (exhaustive search of the reachable states) and random schedules of
+//! larger ones.
+//!
+//! The model: each node runs a script of accesses (read, or write = add
+//! one to a counter held in the object); the network is reliable but
+//! delivers the messages in flight in any order.  Checked in every state:
+//!
+//! * at most one writer: one node owns the object (counting an ownership
+//!   in flight), and while it may write nobody else has a copy;
+//! * no stale read: every valid copy, and every granted access, sees the
+//!   value of the last completed write, and keeps its contents (an
+//!   invalidation waits for the read in progress);
+//! * probable-owner chains are acyclic: from any node they end at a node
+//!   that points to itself;
+//! * every request completes: no reachable state is stuck, and from every
+//!   reachable state the end (all scripts done, nothing in flight, the
+//!   counter equal to the number of writes) is still reachable.
+
+use std::cell::Cell;
+use std::collections::{HashMap, VecDeque};
+
+thread_local! {
+    /// When non-zero, the state of a generator that makes storage fail
+    /// one time in four.
+    static FAILING: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether this allocation fails.
+fn alloc_fails() -> bool {
+    FAILING.with(|f| {
+        let mut x = f.get();
+        if x == 0 {
+            return false;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        f.set(x);
+        x % 4 == 0
+    })
+}
+
+use zoid_proto::ssi::coherence::{
+    Access, Action, Error, Msg, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue, State,
+};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Set(Vec<NodeId>);
+
+impl NodeSet for Set {
+    fn insert(&mut self, node: NodeId) -> Result<(), Error> {
+        if alloc_fails() {
+            return Err(Error::NoMemory);
+        }
+        if let Err(at) = self.0.binary_search(&node) {
+            self.0.insert(at, node);
+        }
+        Ok(())
+    }
+    fn remove(&mut self, node: NodeId) {
+        self.0.retain(|&n| n != node);
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn drain_each(&mut self, f: &mut dyn FnMut(NodeId)) {
+        for n in self.0.drain(..) {
+            f(n);
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct Queue(VecDeque<Request>);
+
+impl RequestQueue for Queue {
+    fn push_back(&mut self, r: Request) -> Result<(), Error> {
+        if alloc_fails() {
+            return Err(Error::NoMemory);
+        }
+        self.0.push_back(r);
+        Ok(())
+    }
+    fn front(&self) -> Option<Request> {
+        self.0.front().copied()
+    }
+    fn pop_front(&mut self) -> Option<Request> {
+        self.0.pop_front()
+    }
+}
+
+type Obj = Object<Queue, Set>;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Node {
+    obj: Obj,
+    /// The local contents (`None`: no copy).
+    value: Option<u64>,
+    /// Next access of the script.
+    pc: usize,
+}
+
+/// A message in flight, with the contents it carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Flight {
+    to: NodeId,
+    msg: Msg,
+    contents: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct World {
+    nodes: Vec<Node>,
+    /// Sorted: the network is a multiset.
+    net: Vec<Flight>,
+    /// Value of the last completed write.
+    committed: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Acquire(usize),
+    Release(usize),
+    Deliver(usize),
+    /// Serve what an earlier `NoMemory` left queued.
+    Poll(usize),
+}
+
+struct Model {
+    scripts: Vec<Vec<Access>>,
+}
+
+impl Model {
+    fn new(scripts: Vec<Vec<Access>>) -> Self {
+        Self { scripts }
+    }
+
+    fn writes(&self) -> u64 {
+        self.scripts
+            .iter()
+            .flatten()
+            .filter(|a| **a == Access::Write)
+            .count() as u64
+    }
+
+    fn initial(&self, home: NodeId) -> World {
+        let nodes = (0..self.scripts.len() as NodeId)
+            .map(|me| Node {
+                obj: Obj::new(me, home, Set::default(), Queue::default()),
+                value: None,
+                pc: 0,
+            })
+            .collect();
+        World {
+            nodes,
+            net: Vec::new(),
+            committed: 0,
+        }
+    }
+
+    fn steps(&self, w: &World) -> Vec<Step> {
+        let mut v = Vec::new();
+        for (i, n) in w.nodes.iter().enumerate() {
+            if n.obj.held().is_some() {
+                v.push(Step::Release(i));
+            } else if n.obj.wanted().is_none() && n.pc < self.scripts[i].len() {
+                v.push(Step::Acquire(i));
+            }
+        }
+        for (i, n) in w.nodes.iter().enumerate() {
+            if n.obj.has_waiting() && FAILING.with(|f| f.get() != 0) {
+                v.push(Step::Poll(i));
+            }
+        }
+        for i in 0..w.net.len() {
+            // Identical messages are one choice.
+            if i == 0 || w.net[i] != w.net[i - 1] {
+                v.push(Step::Deliver(i));
+            }
+        }
+        v
+    }
+
+    /// Applies `step`; `Err` describes a broken invariant.
+    fn apply(&self, w: &mut World, step: Step) -> Result<(), String> {
+        let mut actions = Vec::new();
+        let (node, carried) = match step {
+            Step::Acquire(i) => {
+                let access = self.scripts[i][w.nodes[i].pc];
+                w.nodes[i]
+                    .obj
+                    .acquire(access, &mut |a| actions.push(a))
+                    .map_err(|e| format!("node {i}: acquire {access:?}: {e:?}"))?;
+                (i, None)
+            }
+            Step::Release(i) => {
+                let n = &mut w.nodes[i];
+                if n.obj.held() == Some(Access::Write) {
+                    let v = n.value.ok_or("writer without contents")? + 1;
+                    n.value = Some(v);
+                    w.committed = v;
+                }
+                n.pc += 1;
+                match n.obj.release(&mut |a| actions.push(a)) {
+                    Ok(()) | Err(Error::NoMemory) => {}
+                    Err(e) => return Err(format!("node {i}: release: {e:?}")),
+                }
+                (i, None)
+            }
+            Step::Deliver(k) => {
+                let f = w.net.remove(k);
+                let i = f.to as usize;
+                let before = w.nodes[i].obj.clone();
+                match w.nodes[i].obj.on_message(f.msg, &mut |a| actions.push(a)) {
+                    Err(Error::NoMemory) => {
+                        // Refused whole: given again later.
+                        if w.nodes[i].obj != before || !actions.is_empty() {
+                            return Err(format!("node {i}: NoMemory changed the state"));
+                        }
+                        w.net.push(f);
+                        w.net.sort();
+                        return Ok(());
+                    }
+                    r => r.map_err(|e| format!("node {i}: {:?}: {e:?}", f.msg))?,
+                }
+                (i, f.contents)
+            }
+            Step::Poll(i) => {
+                match w.nodes[i].obj.poll(&mut |a| actions.push(a)) {
+                    Ok(()) | Err(Error::NoMemory) => {}
+                    Err(e) => return Err(format!("node {i}: poll: {e:?}")),
+                }
+                (i, None)
+            }
+        };
+        for a in actions {
+            match a {
+                Action::Send { to, msg } => {
+                    if to as usize == node || to as usize >= w.nodes.len() {
+                        return Err(format!("node {node} sends {msg:?} to {to}"));
+                    }
+                    let contents = if msg.kind.carries_contents() {
+                        Some(w.nodes[node].value.ok_or("sends contents it lacks")?)
+                    } else {
+                        None
+                    };
+                    w.net.push(Flight { to, msg, contents });
+                }
+                Action::Install => {
+                    w.nodes[node].value = Some(carried.ok_or("install without contents")?);
+                }
+                Action::DropContents => w.nodes[node].value = None,
+                Action::FirstTouch => {
+                    if w.nodes[node].value.is_some() {
+                        return Err(format!("node {node}: first touch twice"));
+                    }
+                    w.nodes[node].value = Some(0);
+                }
+                Action::Granted(access) => {
+                    if w.nodes[node].value != Some(w.committed) {
+                        return Err(format!(
+                            "node {node}: {access:?} granted on {:?}, last write {}",
+                            w.nodes[node].value, w.committed
+                        ));
+                    }
+                }
+            }
+        }
+        w.net.sort();
+        check(w)
+    }
+
+    fn is_end(&self, w: &World) -> bool {
+        w.net.is_empty()
+            && w.nodes
+                .iter()
+                .enumerate()
+                .all(|(i, n)| n.pc == self.scripts[i].len() && n.obj.held().is_none())
+    }
+}
+
+/// The invariants that hold in every state.
+fn check(w: &World) -> Result<(), String> {
+    let owners = w.nodes.iter().filter(|n| n.obj.state().is_owner()).count();
+    let in_flight = w
+        .net
+        .iter()
+        .filter(|f| f.msg.kind == MsgKind::Ownership)
+        .count();
+    if owners + in_flight != 1 {
+        return Err(format!(
+            "{owners} owners and {in_flight} ownerships in flight"
+        ));
+    }
+    let writable = w
+        .nodes
+        .iter()
+        .any(|n| n.obj.state() == State::WriteOwner && n.obj.held() == Some(Access::Write));
+    let copies = w.nodes.iter().filter(|n| n.obj.state().has_copy()).count();
+    if writable && copies > 1 {
+        return Err(format!("a writer and {} other copies", copies - 1));
+    }
+    for (i, n) in w.nodes.iter().enumerate() {
+        let valid = n.obj.state().has_copy() && n.obj.state() != State::InvOwner;
+        if valid && n.value != Some(w.committed) {
+            return Err(format!(
+                "node {i} ({:?}) holds {:?}, last write {}",
+                n.obj.state(),
+                n.value,
+                w.committed
+            ));
+        }
+        // An access in progress keeps its contents, current.
+        if n.obj.held().is_some() && (!n.obj.state().has_copy() || n.value != Some(w.committed)) {
+            return Err(format!(
+                "node {i} holds {:?} in {:?} on {:?}, last write {}",
+                n.obj.held(),
+                n.obj.state(),
+                n.value,
+                w.committed
+            ));
+        }
+        // Probable-owner chains end at a node that points to itself.
+        let mut at = i;
+        for hops in 0.. {
+            let next = w.nodes[at].obj.probable_owner() as usize;
+            if next == at {
+                break;
+            }
+            if hops > w.nodes.len() {
+                return Err(format!("probable-owner cycle from node {i}"));
+            }
+            at = next;
+        }
+    }
+    Ok(())
+}
+
+/// Explores every interleaving; returns the number of distinct states.
+fn exhaustive(model: &Model, home: NodeId) -> usize {
+    let start = model.initial(home);
+    let mut index: HashMap<World, usize> = HashMap::new();
+    let mut worlds = vec![start.clone()];
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut ends = Vec::new();
+    index.insert(start, 0);
+    let mut next = 0;
+    while next < worlds.len() {
+        let w = worlds[next].clone();
+        let steps = model.steps(&w);
+        if steps.is_empty() {
+            assert!(model.is_end(&w), "stuck in {w:#?}");
+            let total = w.committed;
+            assert_eq!(total, model.writes(), "lost a write: {w:#?}");
+            ends.push(next);
+        }
+        for s in steps {
+            let mut n = w.clone();
+            if let Err(e) = model.apply(&mut n, s) {
+                panic!("{e}\nafter {s:?} from {w:#?}");
+            }
+            let id = match index.get(&n) {
+                Some(&id) => id,
+                None => {
+                    let id = worlds.len();
+                    index.insert(n.clone(), id);
+                    worlds.push(n);
+                    preds.push(Vec::new());
+                    id
+                }
+            };
+            preds[id].push(next);
+        }
+        next += 1;
+    }
+    // Every state can still reach an end (no livelock either).
+    let mut can_end = vec![false; worlds.len()];
+    let mut todo = ends;
+    for &e in &todo {
+        can_end[e] = true;
+    }
+    while let Some(s) = todo.pop() {
+        for &p in &preds[s] {
+            if !can_end[p] {
+                can_end[p] = true;
+                todo.push(p);
+            }
+        }
+    }
+    if let Some(bad) = can_end.iter().position(|c| !c) {
+        panic!("no way to finish from {:#?}", worlds[bad]);
+    }
+    worlds.len()
+}
+
+use Access::{Read as R, Write as W};
+
+#[test]
+fn two_writers_and_a_reader_in_every_order() {
+    let m = Model::new(vec![vec![W], vec![W], vec![R]]);
+    for home in 0..3 {
+        let states = exhaustive(&m, home);
+        assert!(states > 50, "{states}");
+    }
+}
+
+#[test]
+fn readers_upgrade_to_writers_in_every_order() {
+    let m = Model::new(vec![vec![R, W], vec![R, W], vec![]]);
+    exhaustive(&m, 2);
+    exhaustive(&m, 0);
+}
+
+#[test]
+fn a_read_copy_crossing_its_invalidation_is_asked_for_again() {
+    // The owner (2) reads and writes while 0 and 1 ask for copies: copies
+    // race with the owner's invalidations.
+    let m = Model::new(vec![vec![R, R], vec![R], vec![W, R, W]]);
+    exhaustive(&m, 2);
+}
+
+#[test]
+fn four_nodes_write_after_writes() {
+    let m = Model::new(vec![vec![W, W], vec![W], vec![R, W], vec![W]]);
+    let states = exhaustive(&m, 3);
+    eprintln!("four nodes: {states} states");
+}
+
+/// A small deterministic generator (xorshift), so failures replay.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+#[test]
+fn random_schedules_of_eight_nodes_keep_every_invariant() {
+    for seed in 1..=300u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let scripts: Vec<Vec<Access>> = (0..8)
+            .map(|_| {
+                (0..6)
+                    .map(|_| if rng.below(3) == 0 { W } else { R })
+                    .collect()
+            })
+            .collect();
+        let m = Model::new(scripts);
+        let mut w = m.initial(rng.below(8) as NodeId);
+        let mut steps = 0;
+        loop {
+            let s = m.steps(&w);
+            if s.is_empty() {
+                break;
+            }
+            let step = s[rng.below(s.len())];
+            if let Err(e) = m.apply(&mut w, step) {
+                panic!("seed {seed}, step {steps}: {e}");
+            }
+            steps += 1;
+            assert!(steps < 100_000, "seed {seed}: no end");
+        }
+        assert!(m.is_end(&w), "seed {seed}: stuck in {w:#?}");
+        assert_eq!(w.committed, m.writes(), "seed {seed}");
+    }
+}
+
+#[test]
+fn storage_that_cannot_grow_delays_but_loses_nothing() {
+    for seed in 1..=200u64 {
+        FAILING.with(|f| f.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1));
+        let mut rng = Rng(seed | 1);
+        let scripts: Vec<Vec<Access>> = (0..5)
+            .map(|_| {
+                (0..4)
+                    .map(|_| if rng.below(2) == 0 { W } else { R })
+                    .collect()
+            })
+            .collect();
+        let m = Model::new(scripts);
+        let mut w = m.initial(0);
+        let mut steps = 0;
+        loop {
+            let s = m.steps(&w);
+            if s.is_empty() {
+                break;
+            }
+            let step = s[rng.below(s.len())];
+            if let Err(e) = m.apply(&mut w, step) {
+                FAILING.with(|f| f.set(0));
+                panic!("seed {seed}, step {steps}: {e}");
+            }
+            steps += 1;
+            assert!(steps < 100_000, "seed {seed}: no end");
+        }
+        FAILING.with(|f| f.set(0));
+        assert!(m.is_end(&w), "seed {seed}: stuck in {w:#?}");
+        assert_eq!(w.committed, m.writes(), "seed {seed}");
+    }
+}
+
+#[test]
+fn states_have_kerrighed_names_and_ownership() {
+    assert_eq!(State::WaitAcks.kerrighed_name(), "WAIT_ACK_WRITE");
+    assert!(State::WaitAcks.is_owner() && !State::WaitWrite.is_owner());
+    assert!(State::ReadCopy.has_copy() && !State::InvOwner.has_copy());
+    for code in 1..=6 {
+        assert_eq!(MsgKind::from_u8(code).map(|k| k as u8), Some(code));
+    }
+    assert_eq!(MsgKind::from_u8(0), None);
+    assert_eq!(MsgKind::from_u8(7), None);
+}
+
+#[test]
+fn misuse_and_foreign_messages_are_refused_without_effect() {
+    let mut o = Obj::new(1, 0, Set::default(), Queue::default());
+    let mut acts = Vec::new();
+    assert_eq!(o.release(&mut |a| acts.push(a)), Err(Error::NotHeld));
+    let foreign = Msg {
+        kind: MsgKind::Ownership,
+        node: 0,
+        version: 9,
+    };
+    let before = o.clone();
+    assert_eq!(
+        o.on_message(foreign, &mut |a| acts.push(a)),
+        Err(Error::Unexpected)
+    );
+    let ack = Msg {
+        kind: MsgKind::InvAck,
+        node: 0,
+        version: 0,
+    };
+    assert_eq!(
+        o.on_message(ack, &mut |a| acts.push(a)),
+        Err(Error::Unexpected)
+    );
+    let own_request = Msg {
+        kind: MsgKind::ReadReq,
+        node: 1,
+        version: 0,
+    };
+    assert_eq!(
+        o.on_message(own_request, &mut |a| acts.push(a)),
+        Err(Error::Unexpected)
+    );
+    assert_eq!(o, before);
+    assert!(acts.is_empty());
+    o.acquire(Access::Read, &mut |a| acts.push(a)).unwrap();
+    assert_eq!(
+        o.acquire(Access::Read, &mut |a| acts.push(a)),
+        Err(Error::Busy)
+    );
+    assert_eq!(o.state(), State::WaitRead);
+}
+
+#[test]
+fn four_nodes_mixing_reads_and_writes() {
+    let m = Model::new(vec![vec![R, W, R], vec![W, R], vec![R, W], vec![R]]);
+    let states = exhaustive(&m, 1);
+    eprintln!("four nodes mixed: {states} states");
+}
+
+mod arbitrary_input {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Event {
+        Acquire(bool),
+        Release,
+        Poll,
+        Message(u8, NodeId, u64),
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            any::<bool>().prop_map(Event::Acquire),
+            Just(Event::Release),
+            Just(Event::Poll),
+            (
+                0u8..8,
+                0u32..4,
+                prop_oneof![0u64..4, Just(u64::MAX), Just(u64::MAX - 1)]
+            )
+                .prop_map(|(k, n, v)| Event::Message(k, n, v)),
+        ]
+    }
+
+    proptest! {
+        /// Whatever a peer sends, in any state: no panic, no message to
+        /// itself, and a refused message changes nothing.
+        #[test]
+        fn any_message_sequence_is_handled_or_refused_cleanly(
+            home in 0u32..4,
+            events in proptest::collection::vec(event(), 0..64),
+        ) {
+            let mut o = Obj::new(1, home, Set::default(), Queue::default());
+            for e in events {
+                let before = o.clone();
+                let mut acts = Vec::new();
+                let r = match e {
+                    Event::Acquire(w) => o.acquire(if w { W } else { R }, &mut |a| acts.push(a)),
+                    Event::Release => o.release(&mut |a| acts.push(a)),
+                    Event::Poll => o.poll(&mut |a| acts.push(a)),
+                    Event::Message(k, node, version) => match MsgKind::from_u8(k) {
+                        Some(kind) => o.on_message(Msg { kind, node, version }, &mut |a| acts.push(a)),
+                        None => continue,
+                    },
+                };
+                if matches!(r, Err(Error::Unexpected | Error::Busy)) {
+                    prop_assert_eq!(&o, &before);
+                    prop_assert!(acts.is_empty());
+                }
+                for a in acts {
+                    if let Action::Send { to, .. } = a {
+                        prop_assert_ne!(to, 1);
+                    }
+                }
+            }
+        }
+    }
+}
