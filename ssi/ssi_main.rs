@@ -2,12 +2,32 @@
 
 //! ssi: Kerrighed-style single-system-image containers for zoid nodes.
 //!
-//! At this stage ssi attaches to treenet and publishes `/sys/kernel/ssi/`;
-//! containers, linkers, membership and hook points arrive with the ssi
-//! issue.
+//! Containers are cluster-wide objects (4 KiB each, identified by set and
+//! object id) kept sequentially consistent by a write-invalidate protocol
+//! over treenet (`container.rs`; the protocol itself is
+//! `zoid_proto::ssi::coherence`, checked on the host).  Every object's
+//! home is the pset's ION, which creates it (zero-filled) at first touch.
+//!
+//! `/sys/kernel/ssi/`:
+//!
+//! * `add`: write `SET OBJECT DELTA` to add DELTA to the 64-bit counter at
+//!   the start of the object (a write access, coherent cluster-wide); read
+//!   back `SET OBJECT VALUE` of this node's last add.
+//! * `read`: write `SET OBJECT` to read that counter (a read access); read
+//!   back `SET OBJECT VALUE`.
+//! * `objects`: the objects this node knows, one per line: set, object,
+//!   Kerrighed state, probable owner, version, held access.
+//! * `stats`: counters.
+//!
+//! Linkers, `/dev/ssi`, hook points, membership and checkpoint are still to
+//! come (issue 6).
+
+use kernel::sync::atomic::{Atomic, Relaxed};
 
 use kernel::prelude::*;
 use kernel::sync::Arc;
+
+mod container;
 
 #[path = "../drivers/treenet/abi.rs"]
 mod treenet;
@@ -17,7 +37,11 @@ mod zoid_kernel;
 #[path = "../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
 
-use zoid_kernel::sysfs::{Attribute, SysfsDir};
+use container::{Containers, CHANNEL};
+use zoid_kernel::kthread::KThread;
+use zoid_kernel::sysfs::{parse_u64, Attribute, SysfsDir, SysfsWriter};
+use zoid_kernel::time::U64;
+use zoid_proto::ssi::coherence::Access;
 use zoid_proto::version::SUITE_VERSION;
 
 module! {
@@ -28,23 +52,147 @@ module! {
     license: "GPL",
 }
 
-/// ssi's state, shared with its sysfs files (nothing yet).
-struct SsiState;
+/// The result of the last `add` or `read` on this node.
+struct LastResult {
+    set: Atomic<u64>,
+    object: Atomic<u64>,
+    value: Atomic<u64>,
+}
 
-static ATTRS: [Attribute<SsiState>; 1] =
-    [Attribute::ro(c"version", zoid_kernel::suite::show_version)];
+impl LastResult {
+    const fn new() -> Self {
+        Self {
+            set: Atomic::new(0),
+            object: Atomic::new(0),
+            value: Atomic::new(0),
+        }
+    }
 
-/// The loaded module.
+    fn record(&self, set: u32, object: u64, value: u64) {
+        self.set.store(u64::from(set), Relaxed);
+        self.object.store(object, Relaxed);
+        self.value.store(value, Relaxed);
+    }
+
+    fn show(&self, w: &mut SysfsWriter<'_>) -> Result {
+        writeln!(
+            w,
+            "{} {} {}",
+            U64(self.set.load(Relaxed)),
+            U64(self.object.load(Relaxed)),
+            U64(self.value.load(Relaxed))
+        )
+    }
+}
+
+/// ssi's state, shared with its sysfs files.
+struct SsiState {
+    containers: Arc<Containers>,
+    last_add: LastResult,
+    last_read: LastResult,
+}
+
+/// Parses `N` whitespace-separated numbers.
+fn parse_numbers<const N: usize>(input: &[u8]) -> Result<[u64; N]> {
+    let s = core::str::from_utf8(input).map_err(|_| EINVAL)?;
+    let mut out = [0u64; N];
+    let mut words = s.split_ascii_whitespace();
+    for slot in out.iter_mut() {
+        *slot = parse_u64(words.next().ok_or(EINVAL)?.as_bytes())?;
+    }
+    if words.next().is_some() {
+        return Err(EINVAL);
+    }
+    Ok(out)
+}
+
+/// The 64-bit counter at the start of an object.
+fn counter(contents: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&contents[..8]);
+    u64::from_le_bytes(b)
+}
+
+fn store_add(s: &SsiState, input: &[u8]) -> Result {
+    let [set, object, delta] = parse_numbers::<3>(input)?;
+    let set = u32::try_from(set).map_err(|_| EINVAL)?;
+    let value = s.containers.access(set, object, Access::Write, |c| {
+        let v = counter(c).wrapping_add(delta);
+        c[..8].copy_from_slice(&v.to_le_bytes());
+        v
+    })?;
+    s.last_add.record(set, object, value);
+    Ok(())
+}
+
+fn store_read(s: &SsiState, input: &[u8]) -> Result {
+    let [set, object] = parse_numbers::<2>(input)?;
+    let set = u32::try_from(set).map_err(|_| EINVAL)?;
+    let value = s
+        .containers
+        .access(set, object, Access::Read, |c| counter(c))?;
+    s.last_read.record(set, object, value);
+    Ok(())
+}
+
+static ATTRS: [Attribute<SsiState>; 5] = [
+    Attribute::ro(c"version", zoid_kernel::suite::show_version),
+    Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
+    Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
+    Attribute::ro(c"objects", |s, w| s.containers.show_objects(w)),
+    Attribute::ro(c"stats", |s, w| s.containers.show_stats(w)),
+];
+
+/// treenet's callbacks: everything goes to the containers' thread.
+struct Net {
+    containers: Arc<Containers>,
+}
+
+impl treenet::Handler for Net {
+    fn receive(&self, src: u16, msg: treenet::Message) {
+        self.containers.deliver(src, msg);
+    }
+
+    fn peer_event(&self, _node: u16, _up: bool) {}
+}
+
+/// The loaded module.  Fields drop in order: no sysfs access, then no
+/// treenet callback, then no receive thread.
 struct Ssi {
     _sysfs: SysfsDir<SsiState>,
+    _channel: treenet::Channel<Net>,
+    _rx: KThread<Containers>,
 }
 
 impl kernel::Module for Ssi {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let treenet = treenet::attach()?;
-        let sysfs = SysfsDir::new(c"ssi", Arc::new(SsiState, GFP_KERNEL)?, &ATTRS)?;
+        let containers = Arc::pin_init(Containers::new()?, GFP_KERNEL)?;
+        let rx = KThread::spawn(c"ssi_rx", containers.clone())?;
+        let channel = treenet::Channel::register(
+            CHANNEL,
+            Arc::new(
+                Net {
+                    containers: containers.clone(),
+                },
+                GFP_KERNEL,
+            )?,
+        )?;
+        let state = Arc::new(
+            SsiState {
+                containers,
+                last_add: LastResult::new(),
+                last_read: LastResult::new(),
+            },
+            GFP_KERNEL,
+        )?;
+        let sysfs = SysfsDir::new(c"ssi", state, &ATTRS)?;
         pr_info!("ssi {SUITE_VERSION} loaded (treenet {treenet})\n");
-        Ok(Self { _sysfs: sysfs })
+        Ok(Self {
+            _sysfs: sysfs,
+            _channel: channel,
+            _rx: rx,
+        })
     }
 }
 
@@ -70,5 +218,26 @@ mod tests {
             treenet::check_compatible(SUITE_VERSION.to_wire()),
             Ok(SUITE_VERSION)
         );
+    }
+
+    /// What users write to `add` and `read` parses, and nothing else does.
+    #[test]
+    fn commands_parse_like_users_write_them() {
+        assert_eq!(parse_numbers::<3>(b"1 7 5\n"), Ok([1, 7, 5]));
+        assert_eq!(parse_numbers::<2>(b"  0x10   3 "), Ok([16, 3]));
+        assert_eq!(parse_numbers::<3>(b"1 7"), Err(EINVAL));
+        assert_eq!(parse_numbers::<2>(b"1 7 5"), Err(EINVAL));
+        assert_eq!(parse_numbers::<2>(b"1 -7"), Err(EINVAL));
+        assert_eq!(parse_numbers::<2>(b"\xff 1"), Err(EINVAL));
+    }
+
+    /// The counter is the object's first 8 bytes, little-endian.
+    #[test]
+    fn counter_reads_the_first_eight_bytes() {
+        let mut c = [0u8; 16];
+        c[0] = 2;
+        c[1] = 1;
+        c[8] = 0xff;
+        assert_eq!(counter(&c), 0x0102);
     }
 }

@@ -629,3 +629,66 @@ mod arbitrary_input {
         }
     }
 }
+
+mod wire {
+    use super::*;
+    use proptest::prelude::*;
+    use zoid_proto::ssi::wire::{Header, WireError, HEADER_LEN};
+
+    fn header(kind: MsgKind, len: u32) -> Header {
+        Header {
+            set: 7,
+            object: 0x0102_0304_0506_0708,
+            msg: Msg {
+                kind,
+                node: 0xdead_beef,
+                version: 42,
+            },
+            contents_len: len,
+        }
+    }
+
+    #[test]
+    fn headers_round_trip_and_lengths_must_match() {
+        let h = header(MsgKind::Copy, 4096);
+        assert_eq!(Header::decode(&h.encode(), HEADER_LEN + 4096), Ok(h));
+        assert_eq!(
+            Header::decode(&h.encode(), HEADER_LEN + 4095),
+            Err(WireError::BadLength)
+        );
+        let r = header(MsgKind::ReadReq, 0);
+        assert_eq!(Header::decode(&r.encode(), HEADER_LEN), Ok(r));
+        // A request with contents, contents without a length.
+        let bad = header(MsgKind::WriteReq, 8);
+        assert_eq!(
+            Header::decode(&bad.encode(), HEADER_LEN + 8),
+            Err(WireError::BadLength)
+        );
+        let empty_copy = header(MsgKind::Ownership, 0);
+        assert_eq!(
+            Header::decode(&empty_copy.encode(), HEADER_LEN),
+            Err(WireError::BadLength)
+        );
+        let mut b = r.encode();
+        assert_eq!(Header::decode(&b[..31], 31), Err(WireError::Short));
+        b[3] = 9;
+        assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadKind));
+        b[2] = 2;
+        assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadVersion));
+        b[0] = 0;
+        assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadMagic));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_decode_or_fail_cleanly(
+            b in proptest::collection::vec(any::<u8>(), 0..48),
+            extra in 0usize..5000,
+        ) {
+            if let Ok(h) = Header::decode(&b, b.len().saturating_add(extra)) {
+                prop_assert_eq!(h.contents_len as usize + HEADER_LEN, b.len() + extra);
+                prop_assert_eq!(Header::decode(&h.encode(), b.len() + extra), Ok(h));
+            }
+        }
+    }
+}

@@ -5,3 +5,4 @@
 //! `docs/ssi.md`.
 
 pub mod coherence;
+pub mod wire;
