@@ -140,6 +140,9 @@ fn failed(op: Op, e: CallError) -> Error {
     }
 }
 
+/// What a stub call returns: its result value, or why it failed.
+type CallResult = core::result::Result<i64, CallError>;
+
 /// One mount's way to its ION.
 struct Remote {
     t: ZoidTransport,
@@ -161,11 +164,7 @@ impl Remote {
     }
 
     /// Runs one stub call, counting it as `op`.
-    fn run(
-        &self,
-        op: Op,
-        f: impl FnOnce(&ZoidTransport) -> core::result::Result<i64, CallError>,
-    ) -> Result<i64> {
+    fn run(&self, op: Op, f: impl FnOnce(&ZoidTransport) -> CallResult) -> Result<i64> {
         STATS.call(op);
         f(&self.t).map_err(|e| failed(op, e))
     }
@@ -182,10 +181,28 @@ fn call_on(
     c: &RawConn,
     fh: &RawHandle,
     op: Op,
-    f: impl FnOnce(&ZoidTransport, Handle) -> core::result::Result<i64, CallError>,
+    f: impl FnOnce(&ZoidTransport, Handle) -> CallResult,
 ) -> Result<i64> {
     let h = handle_in(fh)?;
     Remote::new(c).run(op, |t| f(t, h))
+}
+
+/// Runs `op`, which names an entry of directory `dir` (lookup, or one of
+/// the calls that make one), and gives C the entry's handle and attributes.
+fn entry_in(
+    c: &RawConn,
+    dir: &RawHandle,
+    op: Op,
+    fh: &mut RawHandle,
+    attr: &mut RawAttr,
+    f: impl FnOnce(&ZoidTransport, Handle, &mut Handle, &mut Stat) -> CallResult,
+) -> Result<i64> {
+    let mut h = Handle::default();
+    let mut st = Stat::default();
+    let r = call_on(c, dir, op, |t, dir| f(t, dir, &mut h, &mut st))?;
+    handle_out(&h, fh);
+    *attr = RawAttr::from(&st);
+    Ok(r)
 }
 
 /// 0 or a negative errno, for C.
@@ -285,18 +302,9 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_lookup(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
-    let r = (|| -> Result {
-        let dir = handle_in(dir)?;
-        let mut h = Handle::default();
-        let mut st = Stat::default();
-        Remote::new(c).run(Op::Lookup, |t| {
-            client::lookup(t, dir, name, &mut h, &mut st)
-        })?;
-        handle_out(&h, fh);
-        *attr = RawAttr::from(&st);
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(entry_in(c, dir, Op::Lookup, fh, attr, |t, dir, h, st| {
+        client::lookup(t, dir, name, h, st)
+    }))
 }
 
 /// `zoidfs_rs_getattr()`.
@@ -375,18 +383,9 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_create(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
-    let r = (|| -> Result {
-        let dir = handle_in(dir)?;
-        let mut h = Handle::default();
-        let mut st = Stat::default();
-        Remote::new(c).run(Op::Create, |t| {
-            client::create(t, dir, name, mode, excl, &mut h, &mut st)
-        })?;
-        handle_out(&h, fh);
-        *attr = RawAttr::from(&st);
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(entry_in(c, dir, Op::Create, fh, attr, |t, dir, h, st| {
+        client::create(t, dir, name, mode, excl, h, st)
+    }))
 }
 
 /// `zoidfs_rs_mkdir()`.
@@ -406,18 +405,9 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_mkdir(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
-    let r = (|| -> Result {
-        let dir = handle_in(dir)?;
-        let mut h = Handle::default();
-        let mut st = Stat::default();
-        Remote::new(c).run(Op::Mkdir, |t| {
-            client::mkdir(t, dir, name, mode, &mut h, &mut st)
-        })?;
-        handle_out(&h, fh);
-        *attr = RawAttr::from(&st);
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(entry_in(c, dir, Op::Mkdir, fh, attr, |t, dir, h, st| {
+        client::mkdir(t, dir, name, mode, h, st)
+    }))
 }
 
 /// `zoidfs_rs_symlink()`.
@@ -448,18 +438,9 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_symlink(
             &mut *attr,
         )
     };
-    let r = (|| -> Result {
-        let dir = handle_in(dir)?;
-        let mut h = Handle::default();
-        let mut st = Stat::default();
-        Remote::new(c).run(Op::Symlink, |t| {
-            client::symlink(t, dir, name, target, &mut h, &mut st)
-        })?;
-        handle_out(&h, fh);
-        *attr = RawAttr::from(&st);
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    status(entry_in(c, dir, Op::Symlink, fh, attr, |t, dir, h, st| {
+        client::symlink(t, dir, name, target, h, st)
+    }))
 }
 
 /// `zoidfs_rs_link()`.
@@ -590,21 +571,11 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_mknod(
 ) -> c_int {
     // SAFETY: the caller's guarantees.
     let (c, dir, name, fh, attr) = unsafe { (&*c, &*dir, bytes(name, len), &mut *fh, &mut *attr) };
-    let r = (|| -> Result {
-        let dir = handle_in(dir)?;
-        let mut h = Handle::default();
-        let mut st = Stat::default();
-        Remote::new(c)
-            .run(Op::Mknod, |t| {
-                client::mknod(t, dir, name, mode, rdev.into(), &mut h, &mut st)
-            })
-            // An ION without mknod: as a filesystem that cannot make one.
-            .map_err(|e| if e == ENOSYS { EPERM } else { e })?;
-        handle_out(&h, fh);
-        *attr = RawAttr::from(&st);
-        Ok(())
-    })();
-    r.map_or_else(neg, |()| 0)
+    let r = entry_in(c, dir, Op::Mknod, fh, attr, |t, dir, h, st| {
+        client::mknod(t, dir, name, mode, rdev.into(), h, st)
+    });
+    // An ION without mknod: as a filesystem that cannot make one.
+    status(r.map_err(|e| if e == ENOSYS { EPERM } else { e }))
 }
 
 /// An ION without the xattr calls answers as a filesystem without
@@ -627,7 +598,7 @@ fn xattr_read(
     op: Op,
     buf: &mut [u8],
     limit: usize,
-    call: impl FnOnce(&ZoidTransport, Handle, &mut [u8], u32) -> core::result::Result<i64, CallError>,
+    call: impl FnOnce(&ZoidTransport, Handle, &mut [u8], u32) -> CallResult,
 ) -> isize {
     let size = buf.len();
     let r = (|| -> Result<isize> {
