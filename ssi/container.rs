@@ -18,6 +18,7 @@
 //! carries the contents as they were when the state machine spoke, and
 //! sends them after unlocking.
 
+use kernel::bindings;
 use kernel::prelude::*;
 use kernel::rbtree::RBTree;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -31,6 +32,8 @@ use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::sysfs::SysfsWriter;
+use crate::zoid_kernel::vfs::{CPath, Export, File};
+use crate::zoid_proto::ssi::checkpoint::{self, Parser, Piece, SetHeader};
 use crate::zoid_proto::ssi::coherence::{
     Access, Action, Error as CohError, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue,
 };
@@ -118,6 +121,9 @@ counters! {
         unexpected: "Received messages the protocol never sends in that state.",
         nomem_retries: "Events refused for lack of memory, given again later.",
         timeouts: "Local accesses that gave up waiting.",
+        checkpoints: "Sets written to a checkpoint file.",
+        restores: "Checkpoint files restored.",
+        bad_checkpoints: "Checkpoint files refused as damaged.",
     }
 }
 
@@ -253,6 +259,16 @@ impl Containers {
         access: Access,
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<R> {
+        self.hold(set, object, access)?;
+        let r = self.with_held(set, object, f);
+        self.unhold(set, object);
+        r
+    }
+
+    /// Waits until this node holds `access` on the object; until
+    /// [`Containers::unhold`], the object stays here (other nodes' requests
+    /// for it wait).
+    fn hold(&self, set: u32, object: u64, access: Access) -> Result {
         match access {
             Access::Read => self.counters.reads.fetch_add(1, Relaxed),
             Access::Write => self.counters.writes.fetch_add(1, Relaxed),
@@ -329,18 +345,140 @@ impl Containers {
                 return Err(err);
             }
         }
-        let Some(e) = t.get_mut(&key) else {
+        Ok(())
+    }
+
+    /// Runs `f` on the contents of a held object.
+    fn with_held<R>(&self, set: u32, object: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
+        let mut t = self.table.lock();
+        let e = t.get_mut(&(set, object)).ok_or(EIO)?;
+        if e.coh.held().is_none() {
             return Err(EIO);
-        };
-        let r = match e.contents.as_deref_mut() {
-            Some(c) => Ok(f(c)),
-            None => Err(EIO),
+        }
+        e.contents.as_deref_mut().map(f).ok_or(EIO)
+    }
+
+    /// Ends the access [`Containers::hold`] got.
+    fn unhold(&self, set: u32, object: u64) {
+        let mut t = self.table.lock();
+        let Some(e) = t.get_mut(&(set, object)) else {
+            return;
         };
         let out = self.release(set, object, e);
         drop(t);
         self.changed.notify_all();
         self.send_all(out);
+    }
+
+    /// Writes set `set` to the file `path` (absolute; created or
+    /// truncated): every object of the set, read coherently while all of
+    /// them are held, so the file is one consistent state of the set (a
+    /// write elsewhere waits until the dump ends).  Only the home (the ION)
+    /// knows every object (`EINVAL` elsewhere).  Returns the objects and
+    /// bytes written.
+    pub(crate) fn checkpoint(&self, set: u32, path: &[u8]) -> Result<(u64, u64)> {
+        if treenet::node_id()? != treenet::ion()? {
+            return Err(EINVAL);
+        }
+        let ids: KVec<u64> = {
+            let t = self.table.lock();
+            let mut ids = KVec::new();
+            // Keys come in order: objects in ascending id.
+            for &(s, o) in t.keys() {
+                if s == set {
+                    ids.push(o, GFP_KERNEL)?;
+                }
+            }
+            ids
+        };
+        let file = Export::open(c"/")?.open_file(
+            &CPath::new(path)?,
+            bindings::O_WRONLY | bindings::O_CREAT | bindings::O_TRUNC,
+            0o600,
+        )?;
+        let mut held = 0;
+        let r = (|| {
+            for &id in ids.iter() {
+                self.hold(set, id, Access::Read)?;
+                held += 1;
+            }
+            let mut pos = 0i64;
+            write_all(&file, &checkpoint::encode_file_header(1), &mut pos)?;
+            let h = SetHeader {
+                set,
+                object_size: OBJECT_SIZE as u32,
+                objects: ids.len() as u64,
+            };
+            write_all(&file, &h.encode(), &mut pos)?;
+            let mut buf = KVec::with_capacity(OBJECT_SIZE, GFP_KERNEL)?;
+            buf.resize(OBJECT_SIZE, 0, GFP_KERNEL)?;
+            for &id in ids.iter() {
+                self.with_held(set, id, |c| buf.copy_from_slice(c))?;
+                write_all(&file, &checkpoint::encode_record_header(id, &buf), &mut pos)?;
+                write_all(&file, &buf, &mut pos)?;
+            }
+            file.fsync()?;
+            Ok((ids.len() as u64, pos as u64))
+        })();
+        for &id in ids.iter().take(held) {
+            self.unhold(set, id);
+        }
+        if r.is_ok() {
+            self.counters.checkpoints.fetch_add(1, Relaxed);
+        }
         r
+    }
+
+    /// Restores every set of the checkpoint file `path`: the whole file is
+    /// checked first (`EBADMSG` if damaged, `EINVAL` for objects of another
+    /// size), then each object is written (a write access: every copy
+    /// elsewhere is invalidated).  Returns the sets and objects restored.
+    pub(crate) fn restore(&self, path: &[u8]) -> Result<(u32, u64)> {
+        let file = Export::open(c"/")?.open_file(&CPath::new(path)?, bindings::O_RDONLY, 0)?;
+        let mut buf = KVec::with_capacity(OBJECT_SIZE, GFP_KERNEL)?;
+        let mut done = (0, 0);
+        for apply in [false, true] {
+            let mut p = Parser::new();
+            let mut pos = 0i64;
+            let (mut sets, mut objects) = (0u32, 0u64);
+            while !p.is_done() {
+                let n = p.need();
+                buf.resize(n, 0, GFP_KERNEL)?;
+                read_exact(&file, &mut buf, &mut pos).inspect_err(|e| {
+                    if *e == EBADMSG {
+                        self.counters.bad_checkpoints.fetch_add(1, Relaxed);
+                    }
+                })?;
+                let piece = p.feed(&buf).map_err(|_| {
+                    self.counters.bad_checkpoints.fetch_add(1, Relaxed);
+                    EBADMSG
+                })?;
+                match piece {
+                    Piece::Set(h) => {
+                        if h.object_size as usize != OBJECT_SIZE {
+                            return Err(EINVAL);
+                        }
+                        sets += 1;
+                    }
+                    Piece::Record { set, object } => {
+                        objects += 1;
+                        if apply {
+                            self.access(set, object, Access::Write, |c| c.copy_from_slice(&buf))?;
+                        }
+                    }
+                    Piece::File { .. } | Piece::RecordHeader => {}
+                }
+            }
+            // Nothing may follow the last record.
+            let mut more = [0u8; 1];
+            if file.read(&mut more, Some(&mut pos))? != 0 {
+                self.counters.bad_checkpoints.fetch_add(1, Relaxed);
+                return Err(EBADMSG);
+            }
+            done = (sets, objects);
+        }
+        self.counters.restores.fetch_add(1, Relaxed);
+        Ok(done)
     }
 
     /// Releases the held access of `e`.
@@ -471,6 +609,31 @@ impl Containers {
         });
         r
     }
+}
+
+/// Writes all of `b` at `*pos`.
+fn write_all(file: &File, mut b: &[u8], pos: &mut i64) -> Result {
+    while !b.is_empty() {
+        let n = file.write(b, Some(pos))?;
+        if n == 0 {
+            return Err(EIO);
+        }
+        b = &b[n..];
+    }
+    Ok(())
+}
+
+/// Fills `b` from `*pos`; `EBADMSG` if the file ends first.
+fn read_exact(file: &File, b: &mut [u8], pos: &mut i64) -> Result {
+    let mut at = 0;
+    while at < b.len() {
+        let n = file.read(&mut b[at..], Some(pos))?;
+        if n == 0 {
+            return Err(EBADMSG);
+        }
+        at += n;
+    }
+    Ok(())
 }
 
 impl ThreadBody for Containers {

@@ -18,9 +18,15 @@
 //! * `objects`: the objects this node knows, one per line: set, object,
 //!   Kerrighed state, probable owner, version, held access.
 //! * `stats`: counters.
+//! * `checkpoint` (on the ION): write `SET /PATH` to dump the set to a
+//!   file, consistently; read back `SET OBJECTS BYTES`.
+//! * `restore`: write `/PATH` to write every object of the file back
+//!   (checked whole first); read back `SETS OBJECTS`.
+//! * `hooks`: the hook points of the suite (`zoid_kernel::hooks`), one per
+//!   line with on/off and how often each fired; write `+NAME` / `-NAME`
+//!   (or `+all`, `-all`) to turn them on or off.  All off at load.
 //!
-//! Linkers, `/dev/ssi`, hook points, membership and checkpoint are still to
-//! come (issue 6).
+//! Linkers, `/dev/ssi` and membership are still to come (issue 6).
 
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -38,6 +44,7 @@ mod zoid_kernel;
 mod zoid_proto;
 
 use container::{Containers, CHANNEL};
+use zoid_kernel::hooks::{Hook, HookHandler, Hooks};
 use zoid_kernel::kthread::KThread;
 use zoid_kernel::sysfs::{parse_u64, Attribute, SysfsDir, SysfsWriter};
 use zoid_kernel::time::U64;
@@ -85,11 +92,29 @@ impl LastResult {
     }
 }
 
+/// What ssi does at the hook points it turned on: counts each one.  (The
+/// place where per-job accounting and container clean-up will go.)
+struct HookCounts {
+    fired: [Atomic<u64>; 6],
+    on: [Atomic<u32>; 6],
+}
+
+impl HookHandler for HookCounts {
+    fn event(&self, hook: Hook, _a: u64, _b: u64) {
+        self.fired[hook as usize].fetch_add(1, Relaxed);
+    }
+}
+
 /// ssi's state, shared with its sysfs files.
 struct SsiState {
     containers: Arc<Containers>,
+    hooks: Hooks<HookCounts>,
     last_add: LastResult,
     last_read: LastResult,
+    /// Set, objects and bytes of the last checkpoint.
+    last_checkpoint: LastResult,
+    /// Sets and objects of the last restore.
+    last_restore: LastResult,
 }
 
 /// Parses `N` whitespace-separated numbers.
@@ -135,12 +160,88 @@ fn store_read(s: &SsiState, input: &[u8]) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<SsiState>; 5] = [
+/// A path written to a knob: absolute, without the trailing newline.
+fn parse_path(input: &[u8]) -> Result<&[u8]> {
+    let p = input.strip_suffix(b"\n").unwrap_or(input);
+    if !p.starts_with(b"/") || p.iter().any(|c| c.is_ascii_whitespace()) {
+        return Err(EINVAL);
+    }
+    Ok(p)
+}
+
+fn store_checkpoint(s: &SsiState, input: &[u8]) -> Result {
+    let at = input.iter().position(|&c| c == b' ').ok_or(EINVAL)?;
+    let [set] = parse_numbers::<1>(&input[..at])?;
+    let set = u32::try_from(set).map_err(|_| EINVAL)?;
+    let (objects, bytes) = s
+        .containers
+        .checkpoint(set, parse_path(&input[at + 1..])?)?;
+    s.last_checkpoint.record(set, objects, bytes);
+    Ok(())
+}
+
+fn store_restore(s: &SsiState, input: &[u8]) -> Result {
+    let (sets, objects) = s.containers.restore(parse_path(input)?)?;
+    s.last_restore.record(sets, objects, 0);
+    Ok(())
+}
+
+fn show_restore(s: &SsiState, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(
+        w,
+        "{} {}",
+        U64(s.last_restore.set.load(Relaxed)),
+        U64(s.last_restore.object.load(Relaxed))
+    )
+}
+
+/// `hooks`: one line per hook point: name, on/off, times it fired.
+fn show_hooks(s: &SsiState, w: &mut SysfsWriter<'_>) -> Result {
+    let h = s.hooks.handler();
+    for hook in Hook::ALL {
+        let i = hook as usize;
+        let on = if h.on[i].load(Relaxed) != 0 {
+            "on"
+        } else {
+            "off"
+        };
+        writeln!(w, "{} {on} {}", hook.name(), U64(h.fired[i].load(Relaxed)))?;
+    }
+    Ok(())
+}
+
+/// `hooks`: `+NAME` turns a hook point on, `-NAME` off (`all` for every one).
+fn store_hooks(s: &SsiState, input: &[u8]) -> Result {
+    let input = input.strip_suffix(b"\n").unwrap_or(input);
+    let (on, name) = match input.split_first() {
+        Some((b'+', name)) => (true, name),
+        Some((b'-', name)) => (false, name),
+        _ => return Err(EINVAL),
+    };
+    let chosen = |h: &Hook| name == b"all" || h.name().as_bytes() == name;
+    if name != b"all" && Hook::from_name(name).is_none() {
+        return Err(EINVAL);
+    }
+    for hook in Hook::ALL.iter().filter(|h| chosen(h)) {
+        s.hooks.enable(*hook, on)?;
+        s.hooks.handler().on[*hook as usize].store(u32::from(on), Relaxed);
+    }
+    Ok(())
+}
+
+static ATTRS: [Attribute<SsiState>; 8] = [
     Attribute::ro(c"version", zoid_kernel::suite::show_version),
     Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
     Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
     Attribute::ro(c"objects", |s, w| s.containers.show_objects(w)),
     Attribute::ro(c"stats", |s, w| s.containers.show_stats(w)),
+    Attribute::rw(
+        c"checkpoint",
+        |s, w| s.last_checkpoint.show(w),
+        store_checkpoint,
+    ),
+    Attribute::rw(c"restore", show_restore, store_restore),
+    Attribute::rw(c"hooks", show_hooks, store_hooks),
 ];
 
 /// treenet's callbacks: everything goes to the containers' thread.
@@ -178,11 +279,21 @@ impl kernel::Module for Ssi {
                 GFP_KERNEL,
             )?,
         )?;
+        let hooks = Hooks::register(Arc::new(
+            HookCounts {
+                fired: [const { Atomic::new(0) }; 6],
+                on: [const { Atomic::new(0) }; 6],
+            },
+            GFP_KERNEL,
+        )?)?;
         let state = Arc::new(
             SsiState {
                 containers,
+                hooks,
                 last_add: LastResult::new(),
                 last_read: LastResult::new(),
+                last_checkpoint: LastResult::new(),
+                last_restore: LastResult::new(),
             },
             GFP_KERNEL,
         )?;
@@ -229,6 +340,16 @@ mod tests {
         assert_eq!(parse_numbers::<2>(b"1 7 5"), Err(EINVAL));
         assert_eq!(parse_numbers::<2>(b"1 -7"), Err(EINVAL));
         assert_eq!(parse_numbers::<2>(b"\xff 1"), Err(EINVAL));
+    }
+
+    /// Checkpoint paths are absolute, one word, newline optional.
+    #[test]
+    fn paths_parse_like_users_write_them() {
+        assert_eq!(parse_path(b"/tmp/a.ckpt\n"), Ok(&b"/tmp/a.ckpt"[..]));
+        assert_eq!(parse_path(b"/x"), Ok(&b"/x"[..]));
+        assert_eq!(parse_path(b"tmp/a"), Err(EINVAL));
+        assert_eq!(parse_path(b"/a b"), Err(EINVAL));
+        assert_eq!(parse_path(b""), Err(EINVAL));
     }
 
     /// The counter is the object's first 8 bytes, little-endian.

@@ -10,6 +10,7 @@
 //! `zoid_proto::treenet`, transmits, and calls upper layers' receive
 //! callbacks with the lock dropped.
 
+use crate::zoid_kernel::hooks::{ssi_hook, Hook};
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
@@ -824,6 +825,12 @@ impl Treenet {
                         }
                     }
                     Event::Peer { node, up } => {
+                        ssi_hook!(
+                            zoid_hook_treenet_peer,
+                            Hook::TreenetPeer,
+                            u64::from(node),
+                            u64::from(up)
+                        );
                         for (_, h) in channels.iter() {
                             h.peer_event(node, up);
                         }

@@ -9,13 +9,16 @@
  *   boundaries through C-ABI functions: the provider defines them in Rust
  *   (#[no_mangle] extern "C") and exports them here; a consumer declares
  *   them in the provider's abi.rs and links through KBUILD_EXTRA_SYMBOLS.
- *   See docs/architecture.md and docs/treenet.md.
+ *   See docs/architecture.md and docs/treenet.md;
+ * - the static keys and the dispatcher of the ssi hook points
+ *   (zoid_hooks.c: every zoid module depends on treenet).
  */
 #include <linux/export.h>
 #include <linux/moduleparam.h>
 #include <linux/types.h>
 
 #include "../../rust/zoid_kernel/shim/all.c"
+#include "../../rust/zoid_kernel/shim/zoid_hooks.c"
 
 static char *devices = "";
 module_param(devices, charp, 0444);

@@ -31,6 +31,7 @@ use crate::plugin::{Caller, Plugin, Registry};
 use crate::stats::{Histogram, Stats};
 use crate::treenet;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
+use crate::zoid_kernel::hooks::{ssi_hook, Hook};
 use crate::zoid_kernel::kthread::{KThread, Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::time::now_ns;
 use crate::zoid_proto::zoid::plugin::DispatchError;
@@ -313,7 +314,15 @@ impl ServerCore {
         };
         match hdr.kind {
             MsgKind::Attach => self.attach(src, &hdr, &msg),
-            MsgKind::Call => self.call(src, &hdr, &msg),
+            MsgKind::Call => {
+                ssi_hook!(
+                    zoid_hook_zoid_dispatch,
+                    Hook::ZoidDispatch,
+                    (u64::from(hdr.plugin) << 16) | u64::from(hdr.function),
+                    u64::from(src)
+                );
+                self.call(src, &hdr, &msg)
+            }
             MsgKind::ProcessExit => {
                 let mut pid = [0u8; 4];
                 if msg.read_at(CALL_HEADER_LEN, &mut pid).is_ok() {

@@ -46,6 +46,7 @@
 #include <linux/xattr.h>
 #include "zoidfs.h"
 #include "../../drivers/zoid/zoid_client.h"
+#include "../../rust/zoid_kernel/shim/zoid_hooks.h"
 
 /* Bytes of call header, groups and fixed arguments a data call may need. */
 #define ZOIDFS_CALL_OVERHEAD 1024
@@ -737,6 +738,7 @@ static int zoidfs_readdir(struct file *file, struct dir_context *ctx)
 
 static int zoidfs_open(struct inode *inode, struct file *file)
 {
+	zoid_hook(zoidfs_open, inode->i_ino, file->f_flags);
 	file->f_mode |= FMODE_CAN_ODIRECT;
 	return generic_file_open(inode, file);
 }
@@ -999,8 +1001,10 @@ static int zoidfs_fill_folio(struct inode *inode, struct folio *folio)
 
 static int zoidfs_read_folio(struct file *file, struct folio *folio)
 {
-	int err = zoidfs_fill_folio(folio->mapping->host, folio);
+	int err;
 
+	zoid_hook(zoidfs_read_folio, folio->mapping->host->i_ino, folio->index);
+	err = zoidfs_fill_folio(folio->mapping->host, folio);
 	folio_end_read(folio, !err);
 	return err;
 }
@@ -1237,6 +1241,7 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 	const struct cred *cred, *old = NULL;
 	struct folio *folio = NULL;
 	unsigned int depth = sbi->inflight;
+	u64 written = 0;
 	int error = 0;
 
 	wb.cap = sbi->wsize;
@@ -1286,7 +1291,9 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 		folio_unlock(folio);
 		wb.folios[zoidfs_pipe_next(&wb.pipe) * wb.max + wb.n++] = folio;
 		wb.len += len;
+		written++;
 	}
+	zoid_hook(zoidfs_writeback, inode->i_ino, written);
 	zoidfs_wb_flush(&wb);
 	while (wb.pipe.n)
 		zoidfs_wb_finish_one(&wb);
@@ -1325,6 +1332,7 @@ static int zoidfs_cached_open(struct inode *inode, struct file *file)
 /* close: what this file wrote reaches the ION (errors reported here). */
 static int zoidfs_cached_flush(struct file *file, fl_owner_t id)
 {
+	zoid_hook(zoidfs_close, file_inode(file)->i_ino, 0);
 	if (!(file->f_mode & FMODE_WRITE))
 		return 0;
 	return file_write_and_wait(file);

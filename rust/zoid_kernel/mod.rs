@@ -21,6 +21,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod cred;
+pub(crate) mod hooks;
 pub(crate) mod kthread;
 pub(crate) mod msgbuf;
 pub(crate) mod netlink;

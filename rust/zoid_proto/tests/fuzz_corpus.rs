@@ -276,3 +276,32 @@ fn zoid_dispatch_driver_fixes_and_clients() {
     assert_eq!(stats.client_calls, 2);
     assert_eq!(stats.client_ok, 1);
 }
+
+#[test]
+fn ssi_coherence_corpus_replays() {
+    let mut grants = 0;
+    for (path, data) in corpus("ssi_coherence") {
+        let stats = fuzz_driver::ssi::ssi_coherence(&data);
+        println!("{}: {stats:?}", path.display());
+        grants += stats.grants;
+    }
+    assert!(grants > 0, "no corpus input grants an access");
+}
+
+/// Random inputs through the ssi driver, benign and hostile, on stable
+/// Rust (the fuzzer explores further).
+#[test]
+fn ssi_coherence_random_inputs_keep_the_invariants() {
+    let mut x = 0x243f_6a88_85a3_08d3u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for _ in 0..3000 {
+        let len = (next() % 400) as usize;
+        let input: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        fuzz_driver::ssi::ssi_coherence(&input);
+    }
+}

@@ -4,5 +4,6 @@
 //! objects (Kerrighed's KDDM states, probable-owner forwarding).  See
 //! `docs/ssi.md`.
 
+pub mod checkpoint;
 pub mod coherence;
 pub mod wire;

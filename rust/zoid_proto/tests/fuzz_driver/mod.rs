@@ -7,6 +7,7 @@
 //! The drivers panic (assert) when an invariant breaks; they never panic on
 //! merely malformed input.  zoid's call path is in [`zoid`].
 
+pub mod ssi;
 pub mod zoid;
 
 use zoid_proto::crc32c::Crc32c;
