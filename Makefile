@@ -20,6 +20,8 @@
 #                                    role), 2 VMs; RATIO lines (> 1: zoid better)
 #   make bench                       zoidfs vs NFSv4.2 vs v9fs in one 2-VM pset: table,
 #                                    bench/results/*.json, RATIO lines (> 1: zoidfs better)
+#   make bench-hooks                 ssi hook points off vs compiled out on a hot zoidfs
+#                                    path (open/close), 2 VMs booted twice; RATIO lines
 #   make clean
 #
 # Building against your own kernel: `make modules KDIR=/path/to/prepared/7.x/tree`
@@ -30,7 +32,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test sim fmt clean bench bench-treenet bench-zoid
+.PHONY: run check setup kernel modules host-test sim fmt clean bench bench-treenet bench-zoid bench-hooks
 
 run:
 	@scripts/run.sh
@@ -55,6 +57,9 @@ bench-treenet:
 
 bench-zoid:
 	@scripts/bench-zoid.sh
+
+bench-hooks:
+	@scripts/bench-hooks.sh
 
 host-test:
 	cargo test --locked --manifest-path rust/zoid_proto/Cargo.toml

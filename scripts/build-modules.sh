@@ -28,7 +28,8 @@ case "$arch" in
 esac || { echo "build-modules: $kdir is not an $arch kernel" >&2; exit 1; }
 
 toolchain_env "$arch"
-out="$repo/out/$arch-$flavor"
+# ZOID_HOOKS=n (hook points compiled out, see Kbuild) builds elsewhere.
+out="$repo/out/$arch-$flavor${ZOID_HOOKS:+-hooks-$ZOID_HOOKS}"
 # Kbuild does not notice that an external module's kernel changed: objects
 # built against another tree would be relinked as they are.  Start clean
 # whenever the kernel tree differs from the last build's.

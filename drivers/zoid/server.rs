@@ -314,15 +314,7 @@ impl ServerCore {
         };
         match hdr.kind {
             MsgKind::Attach => self.attach(src, &hdr, &msg),
-            MsgKind::Call => {
-                ssi_hook!(
-                    zoid_hook_zoid_dispatch,
-                    Hook::ZoidDispatch,
-                    (u64::from(hdr.plugin) << 16) | u64::from(hdr.function),
-                    u64::from(src)
-                );
-                self.call(src, &hdr, &msg)
-            }
+            MsgKind::Call => self.call(src, &hdr, &msg),
             MsgKind::ProcessExit => {
                 let mut pid = [0u8; 4];
                 if msg.read_at(CALL_HEADER_LEN, &mut pid).is_ok() {
@@ -388,6 +380,12 @@ impl ServerCore {
 
     fn call(&self, src: u16, hdr: &CallHeader, msg: &treenet::Message) {
         self.stats.c.calls_received.fetch_add(1, Relaxed);
+        ssi_hook!(
+            zoid_hook_zoid_dispatch,
+            Hook::ZoidDispatch,
+            (u64::from(hdr.plugin) << 16) | u64::from(hdr.function),
+            u64::from(src)
+        );
         if !treenet::is_below(src) {
             self.stats.c.refused_foreign.fetch_add(1, Relaxed);
             self.send_error(src, hdr, pos(EACCES));

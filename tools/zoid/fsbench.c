@@ -9,6 +9,8 @@
  *   fsbench randwrite FILE BLOCK OPS   random BLOCK-aligned pwrites (QD 1)
  *   fsbench meta DIR FILES DIRS        create, stat and unlink FILES empty
  *                                      files spread over DIRS directories
+ *   fsbench openclose FILE OPS         open(O_RDONLY) and close FILE OPS
+ *                                      times (a path without data)
  *   fsbench mount SOURCE DIR TYPE DATA mount(2) with DATA as the options
  *                                      string (busybox's mount would run its
  *                                      own NFSv3 mount protocol for nfs4)
@@ -285,12 +287,33 @@ static int meta(const char *dir, uint64_t files, uint64_t dirs)
 	return 0;
 }
 
+/* OPS opens and closes of one file, timed one by one. */
+static int open_close(const char *file, uint64_t ops)
+{
+	uint64_t *lat = calloc(ops, sizeof(*lat));
+	uint64_t t0 = now_ns();
+
+	if (!lat)
+		die("out of memory for latencies", "");
+	for (uint64_t i = 0; i < ops; i++) {
+		uint64_t t = now_ns();
+		int fd = open(file, O_RDONLY);
+
+		if (fd < 0 || close(fd))
+			die("open/close", file);
+		lat[i] = now_ns() - t;
+	}
+	print_latencies("openclose", lat, ops, now_ns() - t0);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: fsbench write FILE BLOCK TOTAL | read FILE BLOCK |\n"
 		"       randread FILE BLOCK OPS | randwrite FILE BLOCK OPS |\n"
-		"       meta DIR FILES DIRS | mount SOURCE DIR TYPE DATA\n");
+		"       meta DIR FILES DIRS | openclose FILE OPS |\n"
+		"       mount SOURCE DIR TYPE DATA\n");
 	exit(2);
 }
 
@@ -307,6 +330,8 @@ int main(int argc, char **argv)
 		return random_io(argv[2], number(argv[3]), number(argv[4]), 1);
 	if (argc == 5 && !strcmp(argv[1], "meta"))
 		return meta(argv[2], number(argv[3]), number(argv[4]));
+	if (argc == 4 && !strcmp(argv[1], "openclose"))
+		return open_close(argv[2], number(argv[3]));
 	if (argc == 6 && !strcmp(argv[1], "mount")) {
 		if (mount(argv[2], argv[3], argv[4], 0, argv[5]))
 			die("mount", argv[3]);
