@@ -103,6 +103,16 @@ struct Entry {
     /// The local waiter gave up: release the access as soon as it is
     /// granted.
     abandoned: bool,
+    /// Where the local request went, until it is granted.
+    asked: Option<u16>,
+}
+
+impl Entry {
+    /// Whether the node the local request went to is unreachable now
+    /// (treenet says it is down): its answer will not come.
+    fn asked_is_gone(&self) -> bool {
+        self.asked.is_some_and(|n| !treenet::reachable(n))
+    }
 }
 
 counters! {
@@ -121,6 +131,7 @@ counters! {
         unexpected: "Received messages the protocol never sends in that state.",
         nomem_retries: "Events refused for lack of memory, given again later.",
         timeouts: "Local accesses that gave up waiting.",
+        peer_lost: "Local accesses failed because the node asked is down.",
         checkpoints: "Sets written to a checkpoint file.",
         restores: "Checkpoint files restored.",
         bad_checkpoints: "Checkpoint files refused as damaged.",
@@ -165,6 +176,12 @@ impl Containers {
             retry <- new_mutex!(KVec::new(), "ssi::retry"),
             rx_kicker,
         }? Error))
+    }
+
+    /// treenet's news that `node` went up or down: waiters look again
+    /// whether the node they asked is still there.
+    pub(crate) fn peer_event(&self, _node: u16, _up: bool) {
+        self.changed.notify_all();
     }
 
     /// treenet's callback: queue for the `ssi_rx` thread.
@@ -222,7 +239,10 @@ impl Containers {
                     c.resize(OBJECT_SIZE, 0, GFP_KERNEL)?;
                     entry.contents = Some(c);
                 }
-                Action::Granted(_) => granted = true,
+                Action::Granted(_) => {
+                    entry.asked = None;
+                    granted = true;
+                }
             }
         }
         Ok(granted)
@@ -246,6 +266,7 @@ impl Containers {
             coh: Object::new(me, home, CopySet::default(), Waiting::default()),
             contents: None,
             abandoned: false,
+            asked: None,
         })
     }
 
@@ -290,6 +311,13 @@ impl Containers {
             };
             match e.coh.acquire(access, &mut sink) {
                 Ok(()) => {
+                    for a in actions.iter() {
+                        if let Action::Send { to, msg } = a {
+                            if matches!(msg.kind, MsgKind::ReadReq | MsgKind::WriteReq) {
+                                e.asked = u16::try_from(*to).ok();
+                            }
+                        }
+                    }
                     let mut out = KVec::new();
                     let now = self.apply(set, object, e, &actions, &mut None, &mut out)?;
                     if now {
@@ -300,7 +328,13 @@ impl Containers {
                     t = self.table.lock();
                     break;
                 }
-                Err(CohError::Busy) => {}
+                Err(CohError::Busy) => {
+                    if e.abandoned && e.asked_is_gone() {
+                        // An earlier request is lost with its node.
+                        self.counters.peer_lost.fetch_add(1, Relaxed);
+                        return Err(EHOSTUNREACH);
+                    }
+                }
                 Err(_) => return Err(EIO),
             }
             match self.changed.wait_interruptible_timeout(&mut t, left) {
@@ -321,6 +355,12 @@ impl Containers {
             };
             if e.coh.held() == Some(access) {
                 break;
+            }
+            if e.asked_is_gone() {
+                // No answer will come (treenet said the node is down).
+                self.counters.peer_lost.fetch_add(1, Relaxed);
+                e.abandoned = true;
+                return Err(EHOSTUNREACH);
             }
             let r = self.changed.wait_interruptible_timeout(&mut t, left);
             let gave_up = match r {

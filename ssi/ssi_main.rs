@@ -254,7 +254,9 @@ impl treenet::Handler for Net {
         self.containers.deliver(src, msg);
     }
 
-    fn peer_event(&self, _node: u16, _up: bool) {}
+    fn peer_event(&self, node: u16, up: bool) {
+        self.containers.peer_event(node, up);
+    }
 }
 
 /// The loaded module.  Fields drop in order: no sysfs access, then no

@@ -1,5 +1,7 @@
 # Last treenet test: the ION leaves (it powers off after this), and every
 # CN's upper layers get a peer-down notification within peer_timeout_ms.
+# ssi accesses that need the ION then fail at once (EHOSTUNREACH), for an
+# object the CN knows and for a new one, instead of waiting.
 . /zoid/tests/treenet-lib.sh
 echo 2000 > $T/peer_timeout_ms
 # Earlier flaps (a starved VM under KASAN) may have logged downs already:
@@ -16,3 +18,13 @@ done
 silent=$(awk '$1 == "down" && $2 == 0 { sub("silent_ms=", "", $3); print $3 }' $T/peer_log | tail -1)
 echo "ION down after ${silent} ms of silence (peer_timeout_ms=2000)"
 [ "$silent" -le 3000 ]
+S=/sys/kernel/ssi
+if [ -e $S/add ]; then
+  t0=$(date +%s)
+  for cmd in "1 1 1" "9 9 1"; do
+    if out=$( (echo "$cmd" > $S/add) 2>&1); then echo "ssi add '$cmd' worked without the ION"; exit 1; fi
+    echo "$out" | grep -q "No route to host" || { echo "ssi add '$cmd': $out"; exit 1; }
+  done
+  took=$(( $(date +%s) - t0 ))
+  [ "$took" -le 5 ] || { echo "ssi took $took s to fail without the ION"; exit 1; }
+fi
