@@ -32,7 +32,7 @@ use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::sysfs::SysfsWriter;
-use crate::zoid_kernel::vfs::{CPath, Export, File};
+use crate::zoid_kernel::vfs::{CPath, Export};
 use crate::zoid_proto::ssi::checkpoint::{self, Parser, Piece, SetHeader};
 use crate::zoid_proto::ssi::coherence::{
     Access, Action, Error as CohError, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue,
@@ -443,19 +443,19 @@ impl Containers {
                 held += 1;
             }
             let mut pos = 0i64;
-            write_all(&file, &checkpoint::encode_file_header(1), &mut pos)?;
+            file.write_all(&checkpoint::encode_file_header(1), &mut pos)?;
             let h = SetHeader {
                 set,
                 object_size: OBJECT_SIZE as u32,
                 objects: ids.len() as u64,
             };
-            write_all(&file, &h.encode(), &mut pos)?;
+            file.write_all(&h.encode(), &mut pos)?;
             let mut buf = KVec::with_capacity(OBJECT_SIZE, GFP_KERNEL)?;
             buf.resize(OBJECT_SIZE, 0, GFP_KERNEL)?;
             for &id in ids.iter() {
                 self.with_held(set, id, |c| buf.copy_from_slice(c))?;
-                write_all(&file, &checkpoint::encode_record_header(id, &buf), &mut pos)?;
-                write_all(&file, &buf, &mut pos)?;
+                file.write_all(&checkpoint::encode_record_header(id, &buf), &mut pos)?;
+                file.write_all(&buf, &mut pos)?;
             }
             file.fsync()?;
             Ok((ids.len() as u64, pos as u64))
@@ -484,11 +484,11 @@ impl Containers {
             while !p.is_done() {
                 let n = p.need();
                 buf.resize(n, 0, GFP_KERNEL)?;
-                read_exact(&file, &mut buf, &mut pos).inspect_err(|e| {
-                    if *e == EBADMSG {
-                        self.counters.bad_checkpoints.fetch_add(1, Relaxed);
-                    }
-                })?;
+                if !file.read_exact(&mut buf, &mut pos)? {
+                    // Truncated.
+                    self.counters.bad_checkpoints.fetch_add(1, Relaxed);
+                    return Err(EBADMSG);
+                }
                 let piece = p.feed(&buf).map_err(|_| {
                     self.counters.bad_checkpoints.fetch_add(1, Relaxed);
                     EBADMSG
@@ -649,31 +649,6 @@ impl Containers {
         });
         r
     }
-}
-
-/// Writes all of `b` at `*pos`.
-fn write_all(file: &File, mut b: &[u8], pos: &mut i64) -> Result {
-    while !b.is_empty() {
-        let n = file.write(b, Some(pos))?;
-        if n == 0 {
-            return Err(EIO);
-        }
-        b = &b[n..];
-    }
-    Ok(())
-}
-
-/// Fills `b` from `*pos`; `EBADMSG` if the file ends first.
-fn read_exact(file: &File, b: &mut [u8], pos: &mut i64) -> Result {
-    let mut at = 0;
-    while at < b.len() {
-        let n = file.read(&mut b[at..], Some(pos))?;
-        if n == 0 {
-            return Err(EBADMSG);
-        }
-        at += n;
-    }
-    Ok(())
 }
 
 impl ThreadBody for Containers {

@@ -324,7 +324,14 @@ impl F2cn {
             m[..HEADER_LEN].copy_from_slice(&h);
             m[HEADER_LEN..HEADER_LEN + DATA_HEADER].copy_from_slice(&data_header(offset));
             let data = &mut m[HEADER_LEN + DATA_HEADER..];
-            read_exact(req.file, data, offset).map_err(local)?;
+            // The file ending early: it shrank during the transfer.
+            if !req
+                .file
+                .read_exact(data, &mut (offset as i64))
+                .map_err(local)?
+            {
+                return Err(local(EIO));
+            }
             digest = digest.wrapping_add(chunk_digest(index, data));
             treenet::send(CHANNEL, treenet::BROADCAST, m, true).map_err(local)?;
             self.stats.bytes_sent.fetch_add(len as u64, Relaxed);
@@ -577,7 +584,7 @@ impl F2cn {
         let buf = inc.buf.get_mut(..len).ok_or(EBADMSG)?;
         msg.read_at(HEADER_LEN + DATA_HEADER, buf)?;
         let file = inc.file.as_ref().ok_or(EBADF)?;
-        write_all(file, buf, offset)?;
+        file.write_all(buf, &mut (offset as i64))?;
         self.stats.bytes_received.fetch_add(len as u64, Relaxed);
         inc.progress
             .data(&mut inc.got, offset, buf)
@@ -669,35 +676,6 @@ impl Incoming {
 
 fn f2cn_errno(e: F2cnError) -> Error {
     Error::from_errno(-e.errno())
-}
-
-/// Reads exactly `buf.len()` bytes at `offset` (`EIO` if the file ended
-/// early: it shrank during the transfer).
-fn read_exact(file: &File, buf: &mut [u8], offset: u64) -> Result {
-    let mut pos = offset as i64;
-    let mut done = 0;
-    while done < buf.len() {
-        let n = file.read(&mut buf[done..], Some(&mut pos))?;
-        if n == 0 {
-            return Err(EIO);
-        }
-        done += n;
-    }
-    Ok(())
-}
-
-/// Writes all of `buf` at `offset`.
-fn write_all(file: &File, buf: &[u8], offset: u64) -> Result {
-    let mut pos = offset as i64;
-    let mut done = 0;
-    while done < buf.len() {
-        let n = file.write(&buf[done..], Some(&mut pos))?;
-        if n == 0 {
-            return Err(EIO);
-        }
-        done += n;
-    }
-    Ok(())
 }
 
 fn send_ack(ion: u16, xfer: u32, phase: u32, errno: i32) {

@@ -313,6 +313,34 @@ impl File {
         check_len(unsafe { zk_file_write(self.raw, buf.as_ptr(), buf.len(), p) })
     }
 
+    /// Reads exactly `buf.len()` bytes at `*pos` (advanced); `Ok(false)`
+    /// if the file ends first.
+    pub(crate) fn read_exact(&self, buf: &mut [u8], pos: &mut i64) -> Result<bool> {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.read(&mut buf[done..], Some(&mut *pos))?;
+            if n == 0 {
+                return Ok(false);
+            }
+            done += n;
+        }
+        Ok(true)
+    }
+
+    /// Writes all of `buf` at `*pos` (advanced); `EIO` if the file stops
+    /// taking bytes.
+    pub(crate) fn write_all(&self, buf: &[u8], pos: &mut i64) -> Result {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = self.write(&buf[done..], Some(&mut *pos))?;
+            if n == 0 {
+                return Err(EIO);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
     /// lseek(2) (kernel `SEEK_*` values); the new position.
     pub(crate) fn llseek(&self, off: i64, whence: u32) -> Result<i64> {
         // SAFETY: `raw` is live.
