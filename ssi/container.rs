@@ -130,6 +130,7 @@ counters! {
         malformed: "Received messages with a bad header or contents length.",
         unexpected: "Received messages the protocol never sends in that state.",
         nomem_retries: "Events refused for lack of memory, given again later.",
+        dropped_nomem: "Messages lost: no memory to queue them for ssi_rx.",
         timeouts: "Local accesses that gave up waiting.",
         peer_lost: "Local accesses failed because the node asked is down.",
         checkpoints: "Sets written to a checkpoint file.",
@@ -188,7 +189,7 @@ impl Containers {
     pub(crate) fn deliver(&self, src: u16, msg: treenet::Message) {
         if self.inbox.lock().push((src, msg), GFP_KERNEL).is_err() {
             // Lost: the protocol cannot recover a lost message; count it.
-            self.counters.nomem_retries.fetch_add(1, Relaxed);
+            self.counters.dropped_nomem.fetch_add(1, Relaxed);
             pr_err!("ssi: out of memory queueing a message from node {src}\n");
             return;
         }
