@@ -64,9 +64,6 @@ impl NodeSet for CopySet {
     fn remove(&mut self, node: NodeId) {
         self.0.retain(|n| *n != node);
     }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId)) {
         for &n in self.0.iter() {
             f(n);

@@ -204,8 +204,6 @@ pub trait NodeSet {
     fn insert(&mut self, node: NodeId) -> Result<(), Error>;
     /// Removes `node` if present.
     fn remove(&mut self, node: NodeId);
-    /// Whether the set is empty.
-    fn is_empty(&self) -> bool;
     /// Calls `f` for each node and empties the set.
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId));
 }
@@ -300,19 +298,6 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
     /// earlier `NoMemory`: see [`Object::poll`]).
     pub fn has_waiting(&self) -> bool {
         self.queue.front().is_some()
-    }
-
-    /// Whether the node is idle for this object: nothing held, asked for,
-    /// queued or awaited.  An idle object without a copy may be forgotten
-    /// by a non-owner.
-    pub fn is_idle(&self) -> bool {
-        self.held.is_none()
-            && self.wanted.is_none()
-            && self.queue.front().is_none()
-            && !matches!(
-                self.state,
-                State::WaitRead | State::WaitWrite | State::WaitAcks
-            )
     }
 
     fn send(&self, out: &mut dyn FnMut(Action), to: NodeId, kind: MsgKind, node: NodeId, v: u64) {

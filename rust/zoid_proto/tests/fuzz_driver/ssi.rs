@@ -40,9 +40,6 @@ impl NodeSet for Set {
     fn remove(&mut self, node: NodeId) {
         self.0.retain(|&n| n != node);
     }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId)) {
         self.0.drain(..).for_each(f);
     }
