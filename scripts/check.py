@@ -117,9 +117,12 @@ def arch_checks(arch, flavor="debug"):
     if not ok:
         return
     adds = []
-    for tool in ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr"):
+    tools = [f"zoid/{t}" for t in
+             ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr")]
+    for path in tools + ["ssi/ssimap"]:
+        tool = os.path.basename(path)
         ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,
-                       f"tools/zoid/{tool}.c"], f"{arch}-{tool}")
+                       f"tools/{path}.c"], f"{arch}-{tool}")
         record(ok, f"{arch} {tool} build (static, warnings as errors)")
         if not ok:
             return

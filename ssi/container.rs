@@ -13,6 +13,12 @@
 //! * Messages from other nodes are queued by treenet's callback and
 //!   handled by the `ssi_rx` thread, which may sleep to send.
 //!
+//! * `/dev/ssi` maps objects into processes ([`Containers::fault`]): a
+//!   fault is an access like any other, and the page stays mapped after
+//!   it (read-only after a read, writable after a write) until the state
+//!   machine gives the contents or the right to write away: then every
+//!   mapping of the object is zapped first, and the next access faults.
+//!
 //! The state machine decides; this file only moves bytes: it builds the
 //! messages (header + contents) while the table is locked, so a message
 //! carries the contents as they were when the state machine spoke, and
@@ -26,13 +32,14 @@ use kernel::sync::{new_condvar, new_mutex, CondVar, CondVarTimeoutResult, Mutex}
 use kernel::time::msecs_to_jiffies;
 
 // Not core's u64 formatting: it needs soft-float helpers on 32-bit kernels.
-use crate::zoid_kernel::time::{ms_to_jiffies, U64};
+use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, U64};
 
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::sysfs::SysfsWriter;
 use crate::zoid_kernel::vfs::{CPath, Export};
+use crate::zoid_kernel::vm::{Fault, KernelPage, Mapped, MappingSpace, PAGE_SIZE};
 use crate::zoid_proto::ssi::checkpoint::{self, Parser, Piece, SetHeader};
 use crate::zoid_proto::ssi::coherence::{
     Access, Action, Error as CohError, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue,
@@ -45,8 +52,32 @@ pub(crate) const CHANNEL: u16 = 6;
 /// Bytes of every object (a page, as Kerrighed's memory containers).
 pub(crate) const OBJECT_SIZE: usize = 4096;
 
+// Contents live in a page (so that `/dev/ssi` can map them).
+const _: () = assert!(PAGE_SIZE >= OBJECT_SIZE);
+
+/// An object's contents, in a page of their own.
+pub(crate) struct Contents(KernelPage);
+
+impl Contents {
+    /// Zero-filled contents.
+    fn new() -> Result<Self> {
+        Ok(Self(KernelPage::new()?))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.0[..OBJECT_SIZE]
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.0[..OBJECT_SIZE]
+    }
+}
+
 /// How long a local access waits for its grant before it gives up.
 const GRANT_TIMEOUT_MS: u32 = 30_000;
+
+/// How long a fault keeps its access (see [`Containers::linger`]).
+const LINGER_NS: u64 = 2_000_000;
 
 /// The copyset, on the heap.
 #[derive(Default)]
@@ -96,12 +127,15 @@ impl RequestQueue for Waiting {
 struct Entry {
     coh: Object<Waiting, CopySet>,
     /// The contents, while the node has a valid copy.
-    contents: Option<KVec<u8>>,
+    contents: Option<Contents>,
     /// The local waiter gave up: release the access as soon as it is
     /// granted.
     abandoned: bool,
     /// Where the local request went, until it is granted.
     asked: Option<u16>,
+    /// The held access is a fault's, lingering until then (ns; released
+    /// by `ssi_rx`, or taken over by the node's next local access).
+    lingering: Option<u64>,
 }
 
 impl Entry {
@@ -133,6 +167,8 @@ counters! {
         checkpoints: "Sets written to a checkpoint file.",
         restores: "Checkpoint files restored.",
         bad_checkpoints: "Checkpoint files refused as damaged.",
+        faults: "Page faults of /dev/ssi mappings (a write to a read-only page included).",
+        unmaps: "Times an object's /dev/ssi mappings were taken away.",
     }
 }
 
@@ -141,7 +177,7 @@ type Outbox = KVec<(u16, KVec<u8>)>;
 
 /// A decoded message waiting to be handled (again): sender, header and
 /// the contents it carries.
-type Pending = (u16, Header, Option<KVec<u8>>);
+type Pending = (u16, Header, Option<Contents>);
 
 /// The objects of all sets on this node.
 #[pin_data]
@@ -158,7 +194,14 @@ pub(crate) struct Containers {
     /// Messages refused for lack of memory, given again later.
     #[pin]
     retry: Mutex<KVec<Pending>>,
+    /// Accesses faults took, with when `ssi_rx` releases them (ns).
+    #[pin]
+    lingering: Mutex<KVec<(u32, u64, u64)>>,
     rx_kicker: Kicker,
+    /// Where `/dev/ssi` maps objects: page offset = object id, whatever
+    /// the set (zapping an object zaps that id in every set: an extra
+    /// fault at worst).
+    mappings: MappingSpace,
 }
 
 impl Containers {
@@ -166,13 +209,16 @@ impl Containers {
     /// is touched: at load time, its links may not be up yet).
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let rx_kicker = Kicker::new()?;
+        let mappings = MappingSpace::new()?;
         Ok(try_pin_init!(Self {
             counters: Counters::new(),
             table <- new_mutex!(RBTree::new(), "ssi::table"),
             changed <- new_condvar!("ssi::changed"),
             inbox <- new_mutex!(KVec::new(), "ssi::inbox"),
             retry <- new_mutex!(KVec::new(), "ssi::retry"),
+            lingering <- new_mutex!(KVec::new(), "ssi::lingering"),
             rx_kicker,
+            mappings,
         }? Error))
     }
 
@@ -202,10 +248,13 @@ impl Containers {
         object: u64,
         entry: &mut Entry,
         actions: &[Action],
-        carried: &mut Option<KVec<u8>>,
+        carried: &mut Option<Contents>,
         out: &mut Outbox,
     ) -> Result<bool> {
         let mut granted = false;
+        if actions.iter().any(takes_mapping_away) {
+            self.unmap(object);
+        }
         for a in actions {
             match *a {
                 Action::Send { to, msg } => {
@@ -214,7 +263,7 @@ impl Containers {
                         continue;
                     };
                     let contents: &[u8] = if msg.kind.carries_contents() {
-                        entry.contents.as_deref().unwrap_or(&[])
+                        entry.contents.as_ref().map_or(&[][..], Contents::bytes)
                     } else {
                         &[]
                     };
@@ -233,9 +282,7 @@ impl Containers {
                 Action::DropContents => entry.contents = None,
                 Action::FirstTouch => {
                     self.counters.first_touches.fetch_add(1, Relaxed);
-                    let mut c = KVec::with_capacity(OBJECT_SIZE, GFP_KERNEL)?;
-                    c.resize(OBJECT_SIZE, 0, GFP_KERNEL)?;
-                    entry.contents = Some(c);
+                    entry.contents = Some(Contents::new()?);
                 }
                 Action::Granted(_) => {
                     entry.asked = None;
@@ -265,6 +312,7 @@ impl Containers {
             contents: None,
             abandoned: false,
             asked: None,
+            lingering: None,
         })
     }
 
@@ -326,6 +374,24 @@ impl Containers {
                     t = self.table.lock();
                     break;
                 }
+                Err(CohError::Busy) if e.lingering.is_some() => {
+                    // A fault of this node lingers: its task has gone on.
+                    e.lingering = None;
+                    if access == Access::Read || e.coh.held() == Some(Access::Write) {
+                        // Its access serves this one too: take it over
+                        // (releasing it could let a waiting request take
+                        // the page before either task used it).
+                        self.counters.granted_locally.fetch_add(1, Relaxed);
+                        return Ok(());
+                    }
+                    // A read lingers, a write is wanted: end it and ask.
+                    let out = self.release(set, object, e);
+                    drop(t);
+                    self.changed.notify_all();
+                    self.send_all(out);
+                    t = self.table.lock();
+                    continue;
+                }
                 Err(CohError::Busy) => {
                     if e.abandoned && e.asked_is_gone() {
                         // An earlier request is lost with its node.
@@ -386,14 +452,147 @@ impl Containers {
         Ok(())
     }
 
-    /// Runs `f` on the contents of a held object.
+    /// Runs `f` on the contents of a held object (taken from processes
+    /// that map it first, so they cannot change them meanwhile: their next
+    /// access faults and waits for the object).
     fn with_held<R>(&self, set: u32, object: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let mut t = self.table.lock();
         let e = t.get_mut(&(set, object)).ok_or(EIO)?;
         if e.coh.held().is_none() {
             return Err(EIO);
         }
-        e.contents.as_deref_mut().map(f).ok_or(EIO)
+        self.unmap(object);
+        e.contents.as_mut().map(|c| f(c.bytes_mut())).ok_or(EIO)
+    }
+
+    /// Takes object `object` (of every set) away from the processes that
+    /// map it.
+    fn unmap(&self, object: u64) {
+        // Objects past the page offsets a mapping can have are never mapped.
+        if let Ok(index) = usize::try_from(object) {
+            self.mappings.zap(index, 1);
+            self.counters.unmaps.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Makes `file`'s mappings part of the containers' address space (when
+    /// `/dev/ssi` is opened).
+    pub(crate) fn attach_file(&self, file: &kernel::fs::File) {
+        self.mappings.attach(file);
+    }
+
+    /// A page fault on object (`set`, page index) of a `/dev/ssi`
+    /// mapping: an access (a read, or a write), whose page stays mapped
+    /// once the access ends, read-only or writable, until the node has to
+    /// give it up (`apply` zaps it first).
+    pub(crate) fn fault(&self, set: u32, fault: &Fault) -> Result<Mapped> {
+        self.counters.faults.fetch_add(1, Relaxed);
+        let object = fault.page_index() as u64;
+        let access = if fault.is_write() {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        self.hold(set, object, access)?;
+        let r = (|| {
+            let t = self.table.lock();
+            let e = t.get(&(set, object)).ok_or(EIO)?;
+            let c = e.contents.as_ref().ok_or(EIO)?;
+            // SAFETY: the page is not freed or replaced while mapped:
+            // `apply` zaps the object before it installs or drops contents
+            // (and before the contents or the right to write leave), and
+            // entries go only with the module, when no file is open.
+            Ok(unsafe { fault.map(&c.0, access == Access::Write) })
+        })();
+        match r {
+            Ok(_) => self.linger(set, object),
+            Err(_) => self.unhold(set, object),
+        }
+        r
+    }
+
+    /// A write to object (`set`, `index`), mapped read-only: waits for
+    /// the right to write (the mapping becomes writable unless it was
+    /// zapped meanwhile).
+    pub(crate) fn mkwrite(&self, set: u32, index: usize) -> Result {
+        self.counters.faults.fetch_add(1, Relaxed);
+        self.hold(set, index as u64, Access::Write)?;
+        self.linger(set, index as u64);
+        Ok(())
+    }
+
+    /// Keeps the access a fault took a little longer (`LINGER_NS`), so
+    /// that the faulting task runs its instruction on the page before a
+    /// request that waited for the object takes it away: without it,
+    /// nodes contending for a page could take it from each other forever,
+    /// none of them getting to use it.  `ssi_rx` releases the access then;
+    /// the node's next local access of the object releases it at once.
+    fn linger(&self, set: u32, object: u64) {
+        let until = now_ns().saturating_add(LINGER_NS);
+        {
+            let mut t = self.table.lock();
+            if let Some(e) = t.get_mut(&(set, object)) {
+                e.lingering = Some(until);
+            }
+        }
+        if self
+            .lingering
+            .lock()
+            .push((set, object, until), GFP_KERNEL)
+            .is_err()
+        {
+            self.end_linger(set, object, until);
+            return;
+        }
+        self.rx_kicker.kick();
+    }
+
+    /// Releases the access a fault left lingering until `until`, unless
+    /// it was taken over.
+    fn end_linger(&self, set: u32, object: u64, until: u64) {
+        let mut t = self.table.lock();
+        let Some(e) = t.get_mut(&(set, object)) else {
+            return;
+        };
+        if e.lingering != Some(until) {
+            return;
+        }
+        e.lingering = None;
+        let out = self.release(set, object, e);
+        drop(t);
+        self.changed.notify_all();
+        self.send_all(out);
+    }
+
+    /// Ends the lingers that are due; returns the nanoseconds until the
+    /// next one is.
+    fn end_due_lingers(&self) -> Option<u64> {
+        let now = now_ns();
+        let mut due = KVec::new();
+        let mut next = None;
+        {
+            let mut l = self.lingering.lock();
+            let mut i = 0;
+            while i < l.len() {
+                let (set, object, until) = l[i];
+                if until <= now {
+                    if due.push((set, object, until), GFP_KERNEL).is_err() {
+                        // Later, then.
+                        next = Some(0);
+                        break;
+                    }
+                    let _ = l.remove(i);
+                } else {
+                    let left = until - now;
+                    next = Some(next.map_or(left, |n: u64| n.min(left)));
+                    i += 1;
+                }
+            }
+        }
+        for (set, object, until) in due {
+            self.end_linger(set, object, until);
+        }
+        next
     }
 
     /// Ends the access [`Containers::hold`] got.
@@ -542,7 +741,7 @@ impl Containers {
 
     /// Handles one message from `src` (in the `ssi_rx` thread).  Returns
     /// it when it must be given again later (no memory).
-    fn handle(&self, src: u16, h: Header, mut carried: Option<KVec<u8>>) -> Option<Pending> {
+    fn handle(&self, src: u16, h: Header, mut carried: Option<Contents>) -> Option<Pending> {
         let key = (h.set, h.object);
         let mut t = self.table.lock();
         if t.get(&key).is_none() {
@@ -597,7 +796,7 @@ impl Containers {
     }
 
     /// Decodes a message from treenet; `None` (counted) if malformed.
-    fn decode(&self, msg: &treenet::Message) -> Option<(Header, Option<KVec<u8>>)> {
+    fn decode(&self, msg: &treenet::Message) -> Option<(Header, Option<Contents>)> {
         let mut head = [0u8; HEADER_LEN];
         msg.read_at(0, &mut head).ok()?;
         let h = Header::decode(&head, msg.len()).ok()?;
@@ -605,9 +804,8 @@ impl Containers {
             return None;
         }
         let carried = if h.contents_len > 0 {
-            let mut c = KVec::with_capacity(OBJECT_SIZE, GFP_KERNEL).ok()?;
-            c.resize(OBJECT_SIZE, 0, GFP_KERNEL).ok()?;
-            msg.read_at(HEADER_LEN, &mut c).ok()?;
+            let mut c = Contents::new().ok()?;
+            msg.read_at(HEADER_LEN, c.bytes_mut()).ok()?;
             Some(c)
         } else {
             None
@@ -649,6 +847,20 @@ impl Containers {
     }
 }
 
+/// Whether the node may have to stop showing the object as it does: its
+/// page goes or is replaced, or another node gets a copy or the object
+/// (a writable mapping must not stay), or the copy is invalidated.
+fn takes_mapping_away(a: &Action) -> bool {
+    match a {
+        Action::Send { msg, .. } => matches!(
+            msg.kind,
+            MsgKind::Copy | MsgKind::Ownership | MsgKind::InvAck
+        ),
+        Action::Install | Action::DropContents => true,
+        Action::FirstTouch | Action::Granted(_) => false,
+    }
+}
+
 impl ThreadBody for Containers {
     fn kicker(&self) -> &Kicker {
         &self.rx_kicker
@@ -656,10 +868,11 @@ impl ThreadBody for Containers {
 
     fn run(&self, ctx: &ThreadCtx<'_>) {
         while !ctx.should_stop() {
+            let next_linger = self.end_due_lingers();
             let batch = core::mem::take(&mut *self.inbox.lock());
             let retry = core::mem::take(&mut *self.retry.lock());
             if batch.is_empty() && retry.is_empty() {
-                ctx.wait(usize::MAX);
+                ctx.wait(next_linger.map_or(usize::MAX, |ns| ms_to_jiffies(ns_to_ms(ns) + 1)));
                 continue;
             }
             let mut again = KVec::new();

@@ -26,14 +26,18 @@
 //!   line with on/off and how often each fired; write `+NAME` / `-NAME`
 //!   (or `+all`, `-all`) to turn them on or off.  All off at load.
 //!
-//! Linkers, `/dev/ssi` and membership are still to come (issue 6).
+//! `/dev/ssi` maps container objects into processes (`devssi.rs`).
+//!
+//! Linkers and membership are still to come (issue 6).
 
 use kernel::sync::atomic::{Atomic, Relaxed};
 
+use kernel::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 mod container;
+mod devssi;
 
 #[path = "../drivers/treenet/abi.rs"]
 mod treenet;
@@ -259,9 +263,11 @@ impl treenet::Handler for Net {
     }
 }
 
-/// The loaded module.  Fields drop in order: no sysfs access, then no
+/// The loaded module.  Fields drop in order: no new `/dev/ssi` file (an
+/// open one, or a mapping, keeps the module), no sysfs access, then no
 /// treenet callback, then no receive thread.
 struct Ssi {
+    _misc: Pin<KBox<MiscDeviceRegistration<devssi::SsiFile>>>,
     _sysfs: SysfsDir<SsiState>,
     _channel: treenet::Channel<Net>,
     _rx: KThread<Containers>,
@@ -269,6 +275,7 @@ struct Ssi {
 
 impl kernel::Module for Ssi {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        devssi::init_slot();
         let treenet = treenet::attach()?;
         let containers = Arc::pin_init(Containers::new()?, GFP_KERNEL)?;
         let rx = KThread::spawn(c"ssi_rx", containers.clone())?;
@@ -288,6 +295,7 @@ impl kernel::Module for Ssi {
             },
             GFP_KERNEL,
         )?)?;
+        let published = containers.clone();
         let state = Arc::new(
             SsiState {
                 containers,
@@ -300,8 +308,15 @@ impl kernel::Module for Ssi {
             GFP_KERNEL,
         )?;
         let sysfs = SysfsDir::new(c"ssi", state, &ATTRS)?;
+        devssi::publish(Some(published));
+        let misc = KBox::pin_init(
+            MiscDeviceRegistration::register(MiscDeviceOptions { name: c"ssi" }),
+            GFP_KERNEL,
+        )
+        .inspect_err(|_| devssi::publish(None))?;
         pr_info!("ssi {SUITE_VERSION} loaded (treenet {treenet})\n");
         Ok(Self {
+            _misc: misc,
             _sysfs: sysfs,
             _channel: channel,
             _rx: rx,
@@ -311,6 +326,7 @@ impl kernel::Module for Ssi {
 
 impl Drop for Ssi {
     fn drop(&mut self) {
+        devssi::publish(None);
         pr_info!("ssi unloaded\n");
     }
 }

@@ -31,3 +31,4 @@ pub(crate) mod sysfs;
 pub(crate) mod time;
 pub(crate) mod umh;
 pub(crate) mod vfs;
+pub(crate) mod vm;

@@ -1,7 +1,8 @@
 # Last treenet test: the ION leaves (it powers off after this), and every
 # CN's upper layers get a peer-down notification within peer_timeout_ms.
 # ssi accesses that need the ION then fail at once (EHOSTUNREACH), for an
-# object the CN knows and for a new one, instead of waiting.
+# object the CN knows and for a new one, instead of waiting; a /dev/ssi
+# mapping gets SIGBUS.
 . /zoid/tests/treenet-lib.sh
 echo 2000 > $T/peer_timeout_ms
 # Earlier flaps (a starved VM under KASAN) may have logged downs already:
@@ -27,4 +28,12 @@ if [ -e $S/add ]; then
   done
   took=$(( $(date +%s) - t0 ))
   [ "$took" -le 5 ] || { echo "ssi took $took s to fail without the ION"; exit 1; }
+fi
+# A mapping of an object the pset cannot serve: SIGBUS (status 135), at once.
+if [ -c /dev/ssi ]; then
+  t0=$(date +%s)
+  if /zoid/bin/ssimap -s 9 get 10 0 2>/dev/null; then echo "ssimap read without the ION"; exit 1; else rc=$?; fi
+  [ "$rc" = 135 ] || { echo "ssimap without the ION: status $rc, want 135 (SIGBUS)"; exit 1; }
+  took=$(( $(date +%s) - t0 ))
+  [ "$took" -le 5 ] || { echo "the fault took $took s to fail without the ION"; exit 1; }
 fi

@@ -10,3 +10,4 @@
 #include "umh.c"
 #include "vfs.c"
 #include "vfs_obj.c"
+#include "vm.c"

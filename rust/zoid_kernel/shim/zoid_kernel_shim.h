@@ -123,4 +123,24 @@ struct page;
 unsigned long zk_page_copy_to_user(struct page *page, size_t offset, void __user *dst,
 				   size_t len);
 
+/* vm.c: user mappings filled at fault time */
+struct vm_area_struct;
+struct vm_fault;
+struct vm_operations_struct;
+void *zk_page_alloc(void);
+void zk_page_free(void *addr);
+struct inode;
+struct inode *zk_mapping_alloc(void);
+void zk_mapping_free(struct inode *inode);
+void zk_mapping_attach(struct file *file, struct inode *inode);
+void zk_mapping_zap(struct inode *inode, unsigned long first, unsigned long count);
+int zk_vm_setup(struct vm_area_struct *vma, const struct vm_operations_struct *ops,
+		void *owner);
+void *zk_vm_owner(struct vm_area_struct *vma);
+void *zk_vmf_owner(struct vm_fault *vmf);
+unsigned long zk_vmf_pgoff(struct vm_fault *vmf);
+bool zk_vmf_is_write(struct vm_fault *vmf);
+unsigned int zk_vmf_map(struct vm_fault *vmf, void *addr, bool writable);
+unsigned int zk_vm_fault_error(int err);
+
 #endif
