@@ -12,7 +12,8 @@
 #                                    build the .ko files (into out/<arch>-<flavor>/)
 #   make host-test                   cargo test of the no_std protocol crate
 #   make sim                         discrete-event simulation of treenet at scale
-#                                    (zoid_proto's real code, up to 256 CNs): tables
+#                                    (zoid_proto's real code, up to 256 CNs) and of
+#                                    ssi containers on up to 4096 nodes: tables
 #   make fmt                         rustfmt every Rust file
 #   make bench-treenet               treenet vs TCP between 2 VMs (x86_64 release pset),
 #                                    ends with RATIO lines (> 1: treenet better)

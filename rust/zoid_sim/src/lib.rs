@@ -9,6 +9,9 @@
 //! `drivers/treenet/engine.rs` calls them; the links, the clock and the
 //! workload are simulated.  See `docs/sim.md`.
 //!
+//! [`ssi`] runs ssi's coherence protocol the same way, on up to thousands
+//! of nodes sharing one object.
+//!
 //! Everything derives from [`Config::seed`]: the same configuration gives
 //! bit-identical [`Metrics`].
 
@@ -16,6 +19,7 @@
 
 pub mod rng;
 mod sim;
+pub mod ssi;
 pub mod stats;
 
 pub use sim::run;

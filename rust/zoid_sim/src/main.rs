@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! `make sim`: treenet's standard scenarios as Markdown tables.
+//! `make sim`: treenet's and ssi's standard scenarios as Markdown tables.
 
+use zoid_sim::ssi::{everyone_writes, random_writers, write_cost, Net};
 use zoid_sim::{run, Config, Metrics};
 
 fn mode(t: Option<usize>) -> String {
@@ -154,5 +155,52 @@ fn main() {
                 if m.exactly_once() { "yes" } else { "NO" },
             );
         }
+    }
+
+    ssi_tables();
+}
+
+/// ssi containers: one object shared by up to 4096 nodes.
+fn ssi_tables() {
+    let net = Net::default();
+    println!("\n## (e) ssi containers: messages per write vs copyset and cluster size\n");
+    println!(
+        "One object; `copies` nodes hold read copies, then another node writes.  {} µs per message + up to {} µs jitter.\n",
+        net.latency_ns / 1000,
+        net.jitter_ns / 1000
+    );
+    println!("| nodes | copies | messages | invalidations | acks |");
+    println!("|---|---|---|---|---|");
+    for nodes in [16u32, 256, 4096] {
+        for copies in [0u32, 1, 4, 13] {
+            let c = write_cost(nodes, copies, &net);
+            println!(
+                "| {nodes} | {copies} | {} | {} | {} |",
+                c.messages(),
+                c.by_kind[4],
+                c.by_kind[5]
+            );
+        }
+    }
+    println!("\n## (f) ssi: probable-owner chains\n");
+    println!("Writes one after the other by nodes drawn at random (2 000), and every node writing once at the same time.\n");
+    println!("| nodes | workload | messages per write | messages to reach the owner: mean | max | done in ms |");
+    println!("|---|---|---|---|---|---|");
+    for nodes in [16u32, 64, 256, 1024, 4096] {
+        let c = random_writers(nodes, 2000, &net);
+        println!(
+            "| {nodes} | random, one at a time | {:.2} | {:.2} | {} | |",
+            c.messages() as f64 / c.accesses as f64,
+            c.hops_mean(),
+            c.hops_max
+        );
+        let (c, t) = everyone_writes(nodes, &net);
+        println!(
+            "| {nodes} | all at once | {:.2} | {:.2} | {} | {:.1} |",
+            c.messages() as f64 / c.accesses as f64,
+            c.hops_mean(),
+            c.hops_max,
+            t as f64 / 1e6
+        );
     }
 }

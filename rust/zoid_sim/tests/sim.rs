@@ -150,3 +150,64 @@ fn broadcast_reaches_every_cn_once_and_trees_spare_the_ion_port() {
     let star_uni = run(&cfg(32, true, 0));
     assert_eq!(star.ion_out_frames, star_uni.ion_out_frames);
 }
+
+/// A write costs the request, its forward to the owner and ownership,
+/// plus an invalidation and an ack per copy: the copyset sets the price,
+/// not the size of the cluster.
+#[test]
+fn ssi_write_cost_grows_with_the_copyset_not_the_cluster() {
+    use zoid_sim::ssi::{write_cost, Net};
+    let net = Net::default();
+    for nodes in [16, 128, 1024] {
+        for copies in [0, 1, 5, 13] {
+            let c = write_cost(nodes, copies, &net);
+            assert_eq!(
+                c.messages(),
+                3 + 2 * u64::from(copies),
+                "{nodes} nodes, {copies} copies"
+            );
+            assert_eq!(c.by_kind[4], u64::from(copies), "invalidations");
+            assert_eq!(c.by_kind[5], u64::from(copies), "acks");
+        }
+    }
+}
+
+/// Writers drawn at random, one after the other: every write lands (the
+/// counter is exact) and requests reach the owner in a few messages on
+/// average, as Li and Hudak's dynamic owner chains promise.
+#[test]
+fn ssi_random_writers_follow_short_chains() {
+    use zoid_sim::ssi::{random_writers, Net};
+    let net = Net::default();
+    for nodes in [16u32, 256] {
+        let c = random_writers(nodes, 500, &net);
+        assert_eq!(c.accesses, 500);
+        let log2 = f64::from(32 - nodes.leading_zeros());
+        assert!(
+            c.hops_mean() <= log2,
+            "{nodes} nodes: mean {} messages",
+            c.hops_mean()
+        );
+        assert_eq!(random_writers(nodes, 500, &net), c, "deterministic");
+    }
+}
+
+/// Every node writes at once: the requests queue along the chain and each
+/// write needs at most three messages; all of them land.
+#[test]
+fn ssi_everyone_writing_at_once_queues_up() {
+    use zoid_sim::ssi::{everyone_writes, Net};
+    let net = Net::default();
+    for nodes in [16u32, 512] {
+        let (c, done) = everyone_writes(nodes, &net);
+        assert_eq!(c.accesses, u64::from(nodes));
+        assert!(
+            c.messages() <= 3 * u64::from(nodes),
+            "{} messages",
+            c.messages()
+        );
+        assert!(c.hops_max <= 2);
+        // One ownership transfer after the other.
+        assert!(done <= u64::from(nodes) * 2 * (net.latency_ns + net.jitter_ns));
+    }
+}
