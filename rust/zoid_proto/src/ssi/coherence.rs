@@ -294,6 +294,33 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         self.wanted
     }
 
+    /// This node.
+    pub fn me(&self) -> NodeId {
+        self.me
+    }
+
+    /// While waiting for a copy: copies older than this were invalidated.
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// Starts over in `state` at `version`, pointing to `hint`: nothing
+    /// asked for, queued, copied or acknowledged any more (a rebuild,
+    /// [`super::rebuild`]).
+    pub(crate) fn restart(&mut self, state: State, hint: NodeId, version: u64) {
+        self.state = state;
+        self.hint = hint;
+        self.version = version;
+        self.floor = 0;
+        self.acks_left = 0;
+        self.transfer_to = None;
+        self.held = None;
+        self.wanted = None;
+        self.deferred_ack = None;
+        self.copyset.drain_each(&mut |_| {});
+        while self.queue.pop_front().is_some() {}
+    }
+
     /// Whether requests wait here (for this node's turn, or after an
     /// earlier `NoMemory`: see [`Object::poll`]).
     pub fn has_waiting(&self) -> bool {

@@ -6,4 +6,5 @@
 
 pub mod checkpoint;
 pub mod coherence;
+pub mod rebuild;
 pub mod wire;
