@@ -6,5 +6,6 @@
 
 pub mod checkpoint;
 pub mod coherence;
+pub mod control;
 pub mod rebuild;
 pub mod wire;

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! ssi's membership messages: heartbeats and the rebuild of
+//! [`super::rebuild`] (freeze, mark, report, resume), on the same treenet
+//! channel as coherence messages, told apart by their magic ("SR").
+//!
+//! ```text
+//!  0       1       2       3       4                               8
+//!  +-------+-------+-------+-------+-------------------------------+
+//!  |    magic "SR" | ver.  | kind  |             epoch             |
+//!  +---------------+-------+-------+-------------------------------+
+//!  |             count             |          0 (reserved)         |
+//!  +-------------------------------+-------------------------------+
+//!  16, then `count` entries of the kind's size:
+//!
+//!  Freeze    node u32                                   (the survivors)
+//!  Report    set u32 | object u64 | holding u8 | 0 0 0 | version u64
+//!  Resume    set u32 | object u64 | outcome u8 | 0 0 0 | owner u32 | version u64
+//!  Mark, Heartbeat: no entries
+//! ```
+//!
+//! Big-endian.  One message is one treenet message, so the length must be
+//! exactly the header and its entries.
+
+use super::coherence::NodeId;
+use super::rebuild::{Holding, Outcome};
+use super::wire::WireError;
+
+/// First two bytes of every membership message.
+pub const MAGIC: u16 = 0x5352;
+/// Version of the format.
+pub const CONTROL_VERSION: u8 = 1;
+/// Bytes of the header.
+pub const HEADER_LEN: usize = 16;
+/// Bytes of a `Report` entry.
+pub const REPORT_ENTRY_LEN: usize = 24;
+/// Bytes of a `Resume` entry.
+pub const RESUME_ENTRY_LEN: usize = 28;
+
+/// The kinds of membership messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// Coordinator to every survivor: stop, and mark your channels to
+    /// these nodes (the entries).
+    Freeze = 1,
+    /// Node to node: nothing more comes from me until the rebuild ends.
+    Mark = 2,
+    /// Node to coordinator: what I hold of each object I know.
+    Report = 3,
+    /// Coordinator to every survivor: each object's outcome; go on.
+    Resume = 4,
+    /// Node to coordinator: I am alive.
+    Heartbeat = 5,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Self> {
+        Some(match b {
+            1 => Kind::Freeze,
+            2 => Kind::Mark,
+            3 => Kind::Report,
+            4 => Kind::Resume,
+            5 => Kind::Heartbeat,
+            _ => return None,
+        })
+    }
+
+    /// Bytes of one entry of this kind.
+    pub fn entry_len(self) -> usize {
+        match self {
+            Kind::Freeze => 4,
+            Kind::Report => REPORT_ENTRY_LEN,
+            Kind::Resume => RESUME_ENTRY_LEN,
+            Kind::Mark | Kind::Heartbeat => 0,
+        }
+    }
+}
+
+/// A decoded header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ControlHeader {
+    /// What it is.
+    pub kind: Kind,
+    /// The rebuild it belongs to (heartbeats: the sender's last one).
+    pub epoch: u32,
+    /// Entries after the header.
+    pub count: u32,
+}
+
+/// Whether a message (its first bytes) is a membership message.
+pub fn is_control(b: &[u8]) -> bool {
+    b.len() >= 2 && u16::from_be_bytes([b[0], b[1]]) == MAGIC
+}
+
+impl ControlHeader {
+    /// The header's bytes.
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut b = [0u8; HEADER_LEN];
+        b[0..2].copy_from_slice(&MAGIC.to_be_bytes());
+        b[2] = CONTROL_VERSION;
+        b[3] = self.kind as u8;
+        b[4..8].copy_from_slice(&self.epoch.to_be_bytes());
+        b[8..12].copy_from_slice(&self.count.to_be_bytes());
+        b
+    }
+
+    /// Decodes the header of a message of `msg_len` bytes (`b`: at least
+    /// its first [`HEADER_LEN`] bytes); the length must be exactly the
+    /// header and its entries.
+    pub fn decode(b: &[u8], msg_len: usize) -> Result<Self, WireError> {
+        if b.len() < HEADER_LEN || msg_len < HEADER_LEN {
+            return Err(WireError::Short);
+        }
+        if !is_control(b) {
+            return Err(WireError::BadMagic);
+        }
+        if b[2] != CONTROL_VERSION {
+            return Err(WireError::BadVersion);
+        }
+        let kind = Kind::from_u8(b[3]).ok_or(WireError::BadKind)?;
+        let word = |at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let (epoch, count) = (word(4), word(8));
+        if word(12) != 0 {
+            return Err(WireError::BadLength);
+        }
+        let expected = (count as usize)
+            .checked_mul(kind.entry_len())
+            .and_then(|n| n.checked_add(HEADER_LEN));
+        if expected != Some(msg_len) {
+            return Err(WireError::BadLength);
+        }
+        Ok(Self { kind, epoch, count })
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_be_bytes(w)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(w)
+}
+
+/// A `Freeze` entry: a survivor.
+pub fn encode_node(node: NodeId) -> [u8; 4] {
+    node.to_be_bytes()
+}
+
+/// Decodes a `Freeze` entry.
+pub fn decode_node(b: &[u8; 4]) -> NodeId {
+    u32::from_be_bytes(*b)
+}
+
+/// A `Report` entry.
+pub fn encode_report(set: u32, object: u64, holding: Holding) -> [u8; REPORT_ENTRY_LEN] {
+    let (code, version) = match holding {
+        Holding::Nothing => (0u8, 0),
+        Holding::Copy { version } => (1, version),
+        Holding::Owner {
+            version,
+            created: false,
+        } => (2, version),
+        Holding::Owner {
+            version,
+            created: true,
+        } => (3, version),
+    };
+    let mut b = [0u8; REPORT_ENTRY_LEN];
+    b[0..4].copy_from_slice(&set.to_be_bytes());
+    b[4..12].copy_from_slice(&object.to_be_bytes());
+    b[12] = code;
+    b[16..24].copy_from_slice(&version.to_be_bytes());
+    b
+}
+
+/// Decodes a `Report` entry: (set, object, holding).
+pub fn decode_report(b: &[u8; REPORT_ENTRY_LEN]) -> Result<(u32, u64, Holding), WireError> {
+    if b[13..16] != [0, 0, 0] {
+        return Err(WireError::BadLength);
+    }
+    let version = u64_at(b, 16);
+    let holding = match b[12] {
+        0 if version == 0 => Holding::Nothing,
+        1 => Holding::Copy { version },
+        2 => Holding::Owner {
+            version,
+            created: false,
+        },
+        3 => Holding::Owner {
+            version,
+            created: true,
+        },
+        _ => return Err(WireError::BadKind),
+    };
+    Ok((u32_at(b, 0), u64_at(b, 4), holding))
+}
+
+/// A `Resume` entry.
+pub fn encode_resume(set: u32, object: u64, outcome: Outcome) -> [u8; RESUME_ENTRY_LEN] {
+    let (code, owner, version) = match outcome {
+        Outcome::Lost => (0u8, 0, 0),
+        Outcome::Owner {
+            owner,
+            version,
+            created: false,
+        } => (1, owner, version),
+        Outcome::Owner {
+            owner,
+            version,
+            created: true,
+        } => (2, owner, version),
+    };
+    let mut b = [0u8; RESUME_ENTRY_LEN];
+    b[0..4].copy_from_slice(&set.to_be_bytes());
+    b[4..12].copy_from_slice(&object.to_be_bytes());
+    b[12] = code;
+    b[16..20].copy_from_slice(&owner.to_be_bytes());
+    b[20..28].copy_from_slice(&version.to_be_bytes());
+    b
+}
+
+/// Decodes a `Resume` entry: (set, object, outcome).
+pub fn decode_resume(b: &[u8; RESUME_ENTRY_LEN]) -> Result<(u32, u64, Outcome), WireError> {
+    if b[13..16] != [0, 0, 0] {
+        return Err(WireError::BadLength);
+    }
+    let (owner, version) = (u32_at(b, 16), u64_at(b, 20));
+    let outcome = match b[12] {
+        0 if owner == 0 && version == 0 => Outcome::Lost,
+        1 => Outcome::Owner {
+            owner,
+            version,
+            created: false,
+        },
+        2 => Outcome::Owner {
+            owner,
+            version,
+            created: true,
+        },
+        _ => return Err(WireError::BadKind),
+    };
+    Ok((u32_at(b, 0), u64_at(b, 4), outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_lengths_must_match() {
+        for (kind, count) in [
+            (Kind::Freeze, 3u32),
+            (Kind::Mark, 0),
+            (Kind::Report, 2),
+            (Kind::Resume, 5),
+            (Kind::Heartbeat, 0),
+        ] {
+            let h = ControlHeader {
+                kind,
+                epoch: 7,
+                count,
+            };
+            let len = HEADER_LEN + count as usize * kind.entry_len();
+            assert_eq!(ControlHeader::decode(&h.encode(), len), Ok(h));
+            assert_eq!(
+                ControlHeader::decode(&h.encode(), len + 1),
+                Err(WireError::BadLength)
+            );
+        }
+        let mut b = ControlHeader {
+            kind: Kind::Mark,
+            epoch: 1,
+            count: 0,
+        }
+        .encode();
+        assert!(is_control(&b));
+        b[3] = 9;
+        assert_eq!(
+            ControlHeader::decode(&b, HEADER_LEN),
+            Err(WireError::BadKind)
+        );
+        b[3] = 2;
+        b[12] = 1;
+        assert_eq!(
+            ControlHeader::decode(&b, HEADER_LEN),
+            Err(WireError::BadLength)
+        );
+        b[0] = 0x53;
+        b[1] = 0x53;
+        assert!(!is_control(&b));
+        // A count whose entries overflow the length is refused.
+        let huge = ControlHeader {
+            kind: Kind::Resume,
+            epoch: 1,
+            count: u32::MAX,
+        };
+        assert_eq!(
+            ControlHeader::decode(&huge.encode(), HEADER_LEN),
+            Err(WireError::BadLength)
+        );
+    }
+
+    #[test]
+    fn entries_round_trip() {
+        for h in [
+            Holding::Nothing,
+            Holding::Copy { version: 9 },
+            Holding::Owner {
+                version: 0,
+                created: false,
+            },
+            Holding::Owner {
+                version: u64::MAX - 1,
+                created: true,
+            },
+        ] {
+            let b = encode_report(u32::MAX, 1 << 40, h);
+            assert_eq!(decode_report(&b), Ok((u32::MAX, 1 << 40, h)));
+        }
+        for o in [
+            Outcome::Lost,
+            Outcome::Owner {
+                owner: 3,
+                version: 4,
+                created: true,
+            },
+            Outcome::Owner {
+                owner: 0,
+                version: 0,
+                created: false,
+            },
+        ] {
+            let b = encode_resume(2, 5, o);
+            assert_eq!(decode_resume(&b), Ok((2, 5, o)));
+        }
+        let mut b = encode_report(1, 1, Holding::Nothing);
+        b[12] = 4;
+        assert_eq!(decode_report(&b), Err(WireError::BadKind));
+        let mut b = encode_resume(1, 1, Outcome::Lost);
+        b[14] = 1;
+        assert_eq!(decode_resume(&b), Err(WireError::BadLength));
+        assert_eq!(decode_node(&encode_node(77)), 77);
+    }
+}
