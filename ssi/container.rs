@@ -56,7 +56,7 @@ pub(crate) const OBJECT_SIZE: usize = 4096;
 const _: () = assert!(PAGE_SIZE >= OBJECT_SIZE);
 
 /// An object's contents, in a page of their own.
-pub(crate) struct Contents(KernelPage);
+pub(crate) struct Contents(pub(crate) KernelPage);
 
 impl Contents {
     /// Zero-filled contents.
@@ -124,18 +124,21 @@ impl RequestQueue for Waiting {
 }
 
 /// One object as this node knows it.
-struct Entry {
-    coh: Object<Waiting, CopySet>,
+pub(crate) struct Entry {
+    pub(crate) coh: Object<Waiting, CopySet>,
     /// The contents, while the node has a valid copy.
-    contents: Option<Contents>,
+    pub(crate) contents: Option<Contents>,
     /// The local waiter gave up: release the access as soon as it is
     /// granted.
-    abandoned: bool,
+    pub(crate) abandoned: bool,
     /// Where the local request went, until it is granted.
-    asked: Option<u16>,
+    pub(crate) asked: Option<u16>,
+    /// A rebuild found that its only contents died with a node: accesses
+    /// fail (`EIO`) instead of finding it recreated.
+    pub(crate) lost: bool,
     /// The held access is a fault's, lingering until then (ns; released
     /// by `ssi_rx`, or taken over by the node's next local access).
-    lingering: Option<u64>,
+    pub(crate) lingering: Option<u64>,
 }
 
 impl Entry {
@@ -165,6 +168,12 @@ counters! {
         timeouts: "Local accesses that gave up waiting.",
         peer_lost: "Local accesses failed because the node asked is down.",
         checkpoints: "Sets written to a checkpoint file.",
+        rebuilds: "Rebuilds this node took part in (a node died, left or joined).",
+        lost_objects: "Objects a rebuild found lost (their only contents died).",
+        lost_accesses: "Accesses refused (EIO) because the object is lost.",
+        kept: "Coherence messages kept, unhandled, during a rebuild.",
+        from_excluded: "Coherence messages dropped: their sender is not a member.",
+        heartbeats: "Heartbeats sent (CN) or received (ION).",
         restores: "Checkpoint files restored.",
         bad_checkpoints: "Checkpoint files refused as damaged.",
         faults: "Page faults of /dev/ssi mappings (a write to a read-only page included).",
@@ -173,21 +182,29 @@ counters! {
 }
 
 /// Messages to send once the table is unlocked.
-type Outbox = KVec<(u16, KVec<u8>)>;
+pub(crate) type Outbox = KVec<(u16, KVec<u8>)>;
+
+/// What the table lock guards: the objects, and this node's part in a
+/// rebuild (`membership.rs`).
+#[derive(Default)]
+pub(crate) struct Table {
+    pub(crate) objects: RBTree<(u32, u64), Entry>,
+    pub(crate) rebuild: crate::membership::Participant,
+}
 
 /// A decoded message waiting to be handled (again): sender, header and
 /// the contents it carries.
-type Pending = (u16, Header, Option<Contents>);
+pub(crate) type Pending = (u16, Header, Option<Contents>);
 
 /// The objects of all sets on this node.
 #[pin_data]
 pub(crate) struct Containers {
     pub(crate) counters: Counters,
     #[pin]
-    table: Mutex<RBTree<(u32, u64), Entry>>,
+    pub(crate) table: Mutex<Table>,
     /// Signalled when an access is granted or an object settles.
     #[pin]
-    changed: CondVar,
+    pub(crate) changed: CondVar,
     /// Messages from treenet, for the `ssi_rx` thread.
     #[pin]
     inbox: Mutex<KVec<(u16, treenet::Message)>>,
@@ -196,8 +213,11 @@ pub(crate) struct Containers {
     retry: Mutex<KVec<Pending>>,
     /// Accesses faults took, with when `ssi_rx` releases them (ns).
     #[pin]
-    lingering: Mutex<KVec<(u32, u64, u64)>>,
-    rx_kicker: Kicker,
+    pub(crate) lingering: Mutex<KVec<(u32, u64, u64)>>,
+    pub(crate) rx_kicker: Kicker,
+    /// Heartbeats, the coordinator and its knobs (`membership.rs`).
+    #[pin]
+    pub(crate) membership: crate::membership::MembershipState,
     /// Where `/dev/ssi` maps objects: page offset = object id, whatever
     /// the set (zapping an object zaps that id in every set: an extra
     /// fault at worst).
@@ -210,21 +230,26 @@ impl Containers {
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let rx_kicker = Kicker::new()?;
         let mappings = MappingSpace::new()?;
+        let membership = crate::membership::MembershipState::new()?;
         Ok(try_pin_init!(Self {
             counters: Counters::new(),
-            table <- new_mutex!(RBTree::new(), "ssi::table"),
+            table <- new_mutex!(Table::default(), "ssi::table"),
             changed <- new_condvar!("ssi::changed"),
             inbox <- new_mutex!(KVec::new(), "ssi::inbox"),
             retry <- new_mutex!(KVec::new(), "ssi::retry"),
             lingering <- new_mutex!(KVec::new(), "ssi::lingering"),
             rx_kicker,
+            membership <- membership,
             mappings,
         }? Error))
     }
 
     /// treenet's news that `node` went up or down: waiters look again
     /// whether the node they asked is still there.
-    pub(crate) fn peer_event(&self, _node: u16, _up: bool) {
+    pub(crate) fn peer_event(&self, node: u16, up: bool) {
+        if !up {
+            self.member_down(node);
+        }
         self.changed.notify_all();
     }
 
@@ -242,7 +267,7 @@ impl Containers {
     /// Turns the state machine's actions into messages and contents
     /// changes on `entry` (`carried`: the contents of the message being
     /// handled).  Returns whether an access was granted.
-    fn apply(
+    pub(crate) fn apply(
         &self,
         set: u32,
         object: u64,
@@ -293,7 +318,7 @@ impl Containers {
         Ok(granted)
     }
 
-    fn send_all(&self, out: Outbox) {
+    pub(crate) fn send_all(&self, out: Outbox) {
         for (to, bytes) in out {
             match treenet::send(CHANNEL, to, &bytes, true) {
                 Ok(()) => self.counters.msgs_sent.fetch_add(1, Relaxed),
@@ -304,7 +329,7 @@ impl Containers {
 
     /// A first-known object: its home is the pset's ION (`EHOSTUNREACH`
     /// while a CN's ION is not up, `ENODEV` before treenet is).
-    fn new_entry() -> Result<Entry> {
+    pub(crate) fn new_entry() -> Result<Entry> {
         let me = NodeId::from(treenet::node_id()?);
         let home = NodeId::from(treenet::ion()?);
         Ok(Entry {
@@ -313,6 +338,7 @@ impl Containers {
             abandoned: false,
             asked: None,
             lingering: None,
+            lost: false,
         })
     }
 
@@ -343,19 +369,31 @@ impl Containers {
         let key = (set, object);
         let mut left = msecs_to_jiffies(GRANT_TIMEOUT_MS);
         let mut t = self.table.lock();
-        // Ask (once nothing else of this node holds or wants the object).
+        // Ask (once nothing else of this node holds or wants the object,
+        // and no rebuild is under way).
         loop {
-            if t.get(&key).is_none() {
-                t.try_create_and_insert(key, Self::new_entry()?, GFP_KERNEL)?;
+            if t.objects.get(&key).is_none() {
+                t.objects
+                    .try_create_and_insert(key, Self::new_entry()?, GFP_KERNEL)?;
             }
-            let Some(e) = t.get_mut(&key) else {
+            let frozen = t.rebuild.is_frozen();
+            let Some(e) = t.objects.get_mut(&key) else {
                 return Err(ENOMEM);
             };
+            if e.lost {
+                self.counters.lost_accesses.fetch_add(1, Relaxed);
+                return Err(EIO);
+            }
             let mut actions = KVec::new();
             let mut sink = |a| {
                 let _ = actions.push(a, GFP_KERNEL);
             };
-            match e.coh.acquire(access, &mut sink) {
+            let asked = if frozen {
+                Err(CohError::Busy)
+            } else {
+                e.coh.acquire(access, &mut sink)
+            };
+            match asked {
                 Ok(()) => {
                     for a in actions.iter() {
                         if let Action::Send { to, msg } = a {
@@ -374,7 +412,7 @@ impl Containers {
                     t = self.table.lock();
                     break;
                 }
-                Err(CohError::Busy) if e.lingering.is_some() => {
+                Err(CohError::Busy) if e.lingering.is_some() && !frozen => {
                     // A fault of this node lingers: its task has gone on.
                     e.lingering = None;
                     if access == Access::Read || e.coh.held() == Some(Access::Write) {
@@ -414,11 +452,17 @@ impl Containers {
         // back: a waiter that gives up leaves the grant to be released by
         // whoever receives it.
         loop {
-            let Some(e) = t.get_mut(&key) else {
+            let Some(e) = t.objects.get_mut(&key) else {
                 return Err(EIO);
             };
             if e.coh.held() == Some(access) {
                 break;
+            }
+            if e.lost {
+                // A rebuild found it lost while this access waited.
+                self.counters.lost_accesses.fetch_add(1, Relaxed);
+                e.abandoned = true;
+                return Err(EIO);
             }
             if e.asked_is_gone() {
                 // No answer will come (treenet said the node is down).
@@ -436,7 +480,7 @@ impl Containers {
                 }
             };
             if let Some(err) = gave_up {
-                let Some(e) = t.get_mut(&key) else {
+                let Some(e) = t.objects.get_mut(&key) else {
                     return Err(err);
                 };
                 if e.coh.held() == Some(access) {
@@ -457,7 +501,7 @@ impl Containers {
     /// access faults and waits for the object).
     fn with_held<R>(&self, set: u32, object: u64, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let mut t = self.table.lock();
-        let e = t.get_mut(&(set, object)).ok_or(EIO)?;
+        let e = t.objects.get_mut(&(set, object)).ok_or(EIO)?;
         if e.coh.held().is_none() {
             return Err(EIO);
         }
@@ -467,7 +511,7 @@ impl Containers {
 
     /// Takes object `object` (of every set) away from the processes that
     /// map it.
-    fn unmap(&self, object: u64) {
+    pub(crate) fn unmap(&self, object: u64) {
         // Objects past the page offsets a mapping can have are never mapped.
         if let Ok(index) = usize::try_from(object) {
             self.mappings.zap(index, 1);
@@ -496,7 +540,7 @@ impl Containers {
         self.hold(set, object, access)?;
         let r = (|| {
             let t = self.table.lock();
-            let e = t.get(&(set, object)).ok_or(EIO)?;
+            let e = t.objects.get(&(set, object)).ok_or(EIO)?;
             let c = e.contents.as_ref().ok_or(EIO)?;
             // SAFETY: the page is not freed or replaced while mapped:
             // `apply` zaps the object before it installs or drops contents
@@ -531,7 +575,7 @@ impl Containers {
         let until = now_ns().saturating_add(LINGER_NS);
         {
             let mut t = self.table.lock();
-            if let Some(e) = t.get_mut(&(set, object)) {
+            if let Some(e) = t.objects.get_mut(&(set, object)) {
                 e.lingering = Some(until);
             }
         }
@@ -549,9 +593,9 @@ impl Containers {
 
     /// Releases the access a fault left lingering until `until`, unless
     /// it was taken over.
-    fn end_linger(&self, set: u32, object: u64, until: u64) {
+    pub(crate) fn end_linger(&self, set: u32, object: u64, until: u64) {
         let mut t = self.table.lock();
-        let Some(e) = t.get_mut(&(set, object)) else {
+        let Some(e) = t.objects.get_mut(&(set, object)) else {
             return;
         };
         if e.lingering != Some(until) {
@@ -598,7 +642,7 @@ impl Containers {
     /// Ends the access [`Containers::hold`] got.
     fn unhold(&self, set: u32, object: u64) {
         let mut t = self.table.lock();
-        let Some(e) = t.get_mut(&(set, object)) else {
+        let Some(e) = t.objects.get_mut(&(set, object)) else {
             return;
         };
         let out = self.release(set, object, e);
@@ -621,7 +665,7 @@ impl Containers {
             let t = self.table.lock();
             let mut ids = KVec::new();
             // Keys come in order: objects in ascending id.
-            for &(s, o) in t.keys() {
+            for &(s, o) in t.objects.keys() {
                 if s == set {
                     ids.push(o, GFP_KERNEL)?;
                 }
@@ -719,7 +763,7 @@ impl Containers {
     }
 
     /// Releases the held access of `e`.
-    fn release(&self, set: u32, object: u64, e: &mut Entry) -> Outbox {
+    pub(crate) fn release(&self, set: u32, object: u64, e: &mut Entry) -> Outbox {
         let mut actions = KVec::new();
         let mut sink = |a| {
             let _ = actions.push(a, GFP_KERNEL);
@@ -744,17 +788,32 @@ impl Containers {
     fn handle(&self, src: u16, h: Header, mut carried: Option<Contents>) -> Option<Pending> {
         let key = (h.set, h.object);
         let mut t = self.table.lock();
-        if t.get(&key).is_none() {
+        if !t.rebuild.accepts_from(src) {
+            self.counters.from_excluded.fetch_add(1, Relaxed);
+            return None;
+        }
+        if t.rebuild.is_recorded() {
+            // Frozen: in flight to this node at the snapshot.
+            self.counters.kept.fetch_add(1, Relaxed);
+            if t.rebuild.keep((src, h, carried)).is_err() {
+                self.counters.dropped_nomem.fetch_add(1, Relaxed);
+            }
+            return None;
+        }
+        if t.objects.get(&key).is_none() {
             let Ok(entry) = Self::new_entry() else {
                 // treenet delivered it, so it is up: not from our pset.
                 self.counters.unexpected.fetch_add(1, Relaxed);
                 return None;
             };
-            if t.try_create_and_insert(key, entry, GFP_KERNEL).is_err() {
+            if t.objects
+                .try_create_and_insert(key, entry, GFP_KERNEL)
+                .is_err()
+            {
                 return Some((src, h, carried));
             }
         }
-        let e = t.get_mut(&key)?;
+        let e = t.objects.get_mut(&key)?;
         let mut actions = KVec::new();
         let mut sink = |a| {
             let _ = actions.push(a, GFP_KERNEL);
@@ -817,7 +876,7 @@ impl Containers {
     /// version held`) for `/sys/kernel/ssi/objects`.
     pub(crate) fn show_objects(&self, w: &mut SysfsWriter<'_>) -> Result {
         let t = self.table.lock();
-        for (&(set, object), e) in t.iter() {
+        for (&(set, object), e) in t.objects.iter() {
             let held = match e.coh.held() {
                 Some(Access::Read) => "read",
                 Some(Access::Write) => "write",
@@ -869,10 +928,16 @@ impl ThreadBody for Containers {
     fn run(&self, ctx: &ThreadCtx<'_>) {
         while !ctx.should_stop() {
             let next_linger = self.end_due_lingers();
+            let recording = self.try_record();
             let batch = core::mem::take(&mut *self.inbox.lock());
             let retry = core::mem::take(&mut *self.retry.lock());
             if batch.is_empty() && retry.is_empty() {
-                ctx.wait(next_linger.map_or(usize::MAX, |ns| ms_to_jiffies(ns_to_ms(ns) + 1)));
+                let mut wait = next_linger.map_or(usize::MAX, |ns| ms_to_jiffies(ns_to_ms(ns) + 1));
+                if recording {
+                    // Frozen, waiting for local accesses to end.
+                    wait = wait.min(ms_to_jiffies(5));
+                }
+                ctx.wait(wait);
                 continue;
             }
             let mut again = KVec::new();
@@ -883,6 +948,10 @@ impl ThreadBody for Containers {
             }
             for (src, msg) in batch {
                 self.counters.msgs_received.fetch_add(1, Relaxed);
+                if self.is_control(&msg) {
+                    self.handle_control(src, &msg);
+                    continue;
+                }
                 let Some((h, carried)) = self.decode(&msg) else {
                     self.counters.malformed.fetch_add(1, Relaxed);
                     continue;

@@ -38,6 +38,7 @@ use kernel::sync::Arc;
 
 mod container;
 mod devssi;
+mod membership;
 
 #[path = "../drivers/treenet/abi.rs"]
 mod treenet;
@@ -233,7 +234,18 @@ fn store_hooks(s: &SsiState, input: &[u8]) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<SsiState>; 8] = [
+/// A knob of milliseconds (at least 10).
+fn store_ms(knob: &Atomic<u32>, input: &[u8]) -> Result {
+    let v = parse_u64(input)?;
+    let v = u32::try_from(v).map_err(|_| EINVAL)?;
+    if v < 10 {
+        return Err(EINVAL);
+    }
+    knob.store(v, Relaxed);
+    Ok(())
+}
+
+static ATTRS: [Attribute<SsiState>; 12] = [
     Attribute::ro(c"version", zoid_kernel::suite::show_version),
     Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
     Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
@@ -246,6 +258,24 @@ static ATTRS: [Attribute<SsiState>; 8] = [
     ),
     Attribute::rw(c"restore", show_restore, store_restore),
     Attribute::rw(c"hooks", show_hooks, store_hooks),
+    Attribute::ro(c"members", |s, w| s.containers.show_members(w)),
+    Attribute::ro(c"lost", |s, w| s.containers.show_lost(w)),
+    Attribute::rw(
+        c"heartbeat_ms",
+        |s, w| writeln!(w, "{}", s.containers.membership.heartbeat_ms.load(Relaxed)),
+        |s, i| store_ms(&s.containers.membership.heartbeat_ms, i),
+    ),
+    Attribute::rw(
+        c"heartbeat_timeout_ms",
+        |s, w| {
+            writeln!(
+                w,
+                "{}",
+                s.containers.membership.heartbeat_timeout_ms.load(Relaxed)
+            )
+        },
+        |s, i| store_ms(&s.containers.membership.heartbeat_timeout_ms, i),
+    ),
 ];
 
 /// treenet's callbacks: everything goes to the containers' thread.
@@ -269,6 +299,7 @@ impl treenet::Handler for Net {
 struct Ssi {
     _misc: Pin<KBox<MiscDeviceRegistration<devssi::SsiFile>>>,
     _sysfs: SysfsDir<SsiState>,
+    _member: KThread<membership::Membership>,
     _channel: treenet::Channel<Net>,
     _rx: KThread<Containers>,
 }
@@ -295,6 +326,15 @@ impl kernel::Module for Ssi {
             },
             GFP_KERNEL,
         )?)?;
+        let member = KThread::spawn(
+            c"ssi_member",
+            Arc::new(
+                membership::Membership {
+                    containers: containers.clone(),
+                },
+                GFP_KERNEL,
+            )?,
+        )?;
         let published = containers.clone();
         let state = Arc::new(
             SsiState {
@@ -318,6 +358,7 @@ impl kernel::Module for Ssi {
         Ok(Self {
             _misc: misc,
             _sysfs: sysfs,
+            _member: member,
             _channel: channel,
             _rx: rx,
         })

@@ -1,0 +1,72 @@
+# ssi membership: CN 1's ssi dies (rmmod: it stops answering without a
+# word); the ION's heartbeat timeout finds it dead and the pset rebuilds.
+# What another node also held survives; what only CN 1 held is reported
+# lost and fails with EIO everywhere, never read back as zeros.  CN 1 then
+# comes back (insmod), joins through another rebuild, and learns the loss.
+. /zoid/tests/treenet-lib.sh
+S=/sys/kernel/ssi
+fail() { echo "$*"; echo "--- members"; cat $S/members; echo "--- lost"; cat $S/lost
+         echo "--- objects"; cat $S/objects; nonzero "ssi stats" $S/stats; exit 1; }
+# read_is <object> <value>: set 30's object reads <value> here.
+read_is() {
+  echo "30 $1" > $S/read || fail "read 30 $1 failed"
+  [ "$(cat $S/read)" = "30 $1 $2" ] || fail "read 30 $1: $(cat $S/read), want $2"
+}
+# read_lost <object>: reading set 30's object fails with EIO.
+read_lost() {
+  if out=$( (echo "30 $1" > $S/read) 2>&1); then fail "lost object 30 $1 read: $(cat $S/read)"; fi
+  echo "$out" | grep -q "Input/output error" || fail "lost object 30 $1: $out"
+}
+# wait_lost: until this node reports set 30's object 2 lost (30 s at most).
+wait_lost() {
+  i=0
+  until grep -q "^30 2$" $S/lost; do
+    i=$((i + 1)); [ $i -lt 300 ] || fail "object 30 2 not reported lost"
+    sleep 0.1
+  done
+}
+
+echo 200 > $S/heartbeat_ms
+echo 2000 > $S/heartbeat_timeout_ms
+barrier 750
+# Object 1: CN 1 writes, the ION reads (a copy survives CN 1).  Object 2:
+# CN 1 only (dies with it).  Object 3: the ION writes, CN 1 reads.
+if [ "$ZOID_NODE_ID" = 1 ]; then echo "30 1 11" > $S/add; echo "30 2 22" > $S/add; fi
+barrier 751
+if [ "$ZOID_ROLE" = ion ]; then echo "30 3 33" > $S/add; read_is 1 11; fi
+barrier 752
+[ "$ZOID_NODE_ID" = 1 ] && read_is 3 33
+barrier 753
+if [ "$ZOID_NODE_ID" = 1 ]; then
+  rmmod ssi
+else
+  wait_lost
+  read_lost 2
+  read_is 1 11
+  read_is 3 33
+  [ "$(counter $S/stats rebuilds)" -ge 1 ] || fail "no rebuild counted"
+  if [ "$ZOID_ROLE" = ion ]; then
+    grep -q "^1 dead " $S/members || fail "node 1 not dead"
+  fi
+fi
+barrier 754
+if [ "$ZOID_NODE_ID" = 1 ]; then
+  insmod /lib/zoid/ssi.ko
+  echo 200 > $S/heartbeat_ms
+  wait_lost
+  read_lost 2
+  read_is 1 11
+fi
+barrier 755
+if [ "$ZOID_ROLE" = ion ]; then
+  grep -q "^1 alive " $S/members || fail "node 1 did not join again"
+fi
+# Everybody writes the surviving object once more: coherence goes on.
+echo "30 1 1" > $S/add
+barrier 756
+read_is 1 $((11 + ZOID_CNS + 1))
+[ "$(counter $S/stats malformed)" = 0 ] || fail "malformed messages"
+nonzero "ssi stats" $S/stats
+echo 1000 > $S/heartbeat_ms
+echo 5000 > $S/heartbeat_timeout_ms
+barrier 757

@@ -1,0 +1,729 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Membership: heartbeats, failure detection, and the rebuild of
+//! `zoid_proto::ssi::rebuild` run by the kernel.
+//!
+//! * Every CN sends the ION a heartbeat every `heartbeat_ms`; the ION (the
+//!   coordinator) declares a member dead after `heartbeat_timeout_ms` of
+//!   silence, or at once when treenet reports it down.  A node heard for
+//!   the first time after a rebuild (a CN whose ssi was reloaded) joins
+//!   through a rebuild too, so that every node accepts its messages again.
+//! * A rebuild (the coordinator's `ssi_member` thread): `Freeze` to every
+//!   survivor; each one waits for its local accesses to end, records,
+//!   sends a `Mark` to every other survivor and keeps (without handling)
+//!   the coherence messages that arrive; with every mark in, it reports
+//!   what it holds of each object, counting the kept messages; the
+//!   coordinator tallies and sends `Resume` with each object's owner, or
+//!   that it is lost; each node resets its objects and goes on.  A
+//!   survivor that does not report in time is declared dead and the
+//!   rebuild starts over without it.
+//! * Lost objects stay lost (accesses fail with `EIO`) until ssi is
+//!   reloaded everywhere: they are never recreated in silence.
+//!
+//! Locks: the participant's state is under the table lock (the snapshot
+//! must be taken with no access starting); the coordinator's has its own
+//! lock, never held while the table's is taken.
+
+use kernel::prelude::*;
+use kernel::rbtree::RBTree;
+use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::{new_mutex, Arc, Mutex};
+
+use crate::container::{Containers, Outbox, Pending, Table, CHANNEL};
+use crate::treenet;
+use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
+use crate::zoid_kernel::sysfs::SysfsWriter;
+use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, U64};
+use crate::zoid_proto::ssi::coherence::{Action, Msg, MsgKind};
+use crate::zoid_proto::ssi::control::{
+    self, ControlHeader, Kind, HEADER_LEN, REPORT_ENTRY_LEN, RESUME_ENTRY_LEN,
+};
+use crate::zoid_proto::ssi::rebuild::{Holding, Outcome, Source, Tally};
+
+/// How long the coordinator waits for every survivor's report.
+const REPORT_TIMEOUT_MS: u64 = 15_000;
+/// Rebuild attempts (each drops the survivors that did not report).
+const REBUILD_ATTEMPTS: u32 = 3;
+
+/// This node's part in a rebuild (under the table lock).
+#[derive(Default)]
+pub(crate) struct Participant {
+    /// The rebuild under way.
+    epoch: Option<u32>,
+    survivors: KVec<u16>,
+    /// No access held any more, marks sent: what arrives is kept.
+    recorded: bool,
+    reported: bool,
+    /// Marks received: (epoch, node).
+    marks: KVec<(u32, u16)>,
+    /// Coherence messages kept since recording.
+    kept: KVec<Pending>,
+    /// The survivors of the last rebuild (`None` before the first):
+    /// coherence messages from other nodes are dropped.
+    members: Option<KVec<u16>>,
+    last_epoch: u32,
+}
+
+impl Participant {
+    /// Whether a rebuild is under way (no local access may start).
+    pub(crate) fn is_frozen(&self) -> bool {
+        self.epoch.is_some()
+    }
+
+    /// Whether the node recorded its state: coherence messages are kept.
+    pub(crate) fn is_recorded(&self) -> bool {
+        self.epoch.is_some() && self.recorded
+    }
+
+    /// Whether coherence messages from `node` are handled.
+    pub(crate) fn accepts_from(&self, node: u16) -> bool {
+        let member = self.members.as_ref().is_none_or(|m| m.contains(&node));
+        let survivor = self.epoch.is_none() || self.survivors.contains(&node);
+        member && survivor
+    }
+
+    /// Keeps a coherence message that arrived after recording.
+    pub(crate) fn keep(&mut self, p: Pending) -> Result {
+        self.kept.push(p, GFP_KERNEL)?;
+        Ok(())
+    }
+}
+
+/// The kept messages about one object, and where each is in `kept`.
+fn kept_for(kept: &[Pending], set: u32, object: u64) -> Result<(KVec<Msg>, KVec<usize>)> {
+    let (mut msgs, mut at) = (KVec::new(), KVec::new());
+    for (i, (_, h, _)) in kept.iter().enumerate() {
+        if h.set == set && h.object == object {
+            msgs.push(h.msg, GFP_KERNEL)?;
+            at.push(i, GFP_KERNEL)?;
+        }
+    }
+    Ok((msgs, at))
+}
+
+/// A member, as the coordinator knows it.
+struct Member {
+    node: u16,
+    last_heard_ns: u64,
+    alive: bool,
+}
+
+/// The coordinator's state (on the ION).
+#[derive(Default)]
+pub(crate) struct Coordinator {
+    members: KVec<Member>,
+    epoch: u32,
+    /// A rebuild happened: a node heard for the first time joins through
+    /// another one.
+    rebuilt: bool,
+    join_pending: bool,
+    /// Members heard again after they were declared dead: what they
+    /// report is stale (the rebuild that excluded them decided without
+    /// it), so the next rebuild ignores it and resets them.
+    rejoining: KVec<u16>,
+    /// Reports of the rebuild under way: node and entries.
+    reports: KVec<(u16, KVec<u8>)>,
+    /// Objects found lost (kept, so that nodes joining later learn it).
+    lost: RBTree<(u32, u64), ()>,
+    /// Grows at every membership change (for pollers).
+    generation: u64,
+}
+
+/// Membership knobs and the coordinator, inside [`Containers`].
+#[pin_data]
+pub(crate) struct MembershipState {
+    #[pin]
+    coord: Mutex<Coordinator>,
+    pub(crate) heartbeat_ms: Atomic<u32>,
+    pub(crate) heartbeat_timeout_ms: Atomic<u32>,
+    kicker: Kicker,
+}
+
+impl MembershipState {
+    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        let kicker = Kicker::new()?;
+        Ok(try_pin_init!(Self {
+            coord <- new_mutex!(Coordinator::default(), "ssi::coordinator"),
+            heartbeat_ms: Atomic::new(1000),
+            heartbeat_timeout_ms: Atomic::new(5000),
+            kicker,
+        }? Error))
+    }
+}
+
+fn header(kind: Kind, epoch: u32, count: usize) -> Result<KVec<u8>> {
+    let count = u32::try_from(count).map_err(|_| E2BIG)?;
+    let mut b = KVec::new();
+    b.extend_from_slice(&ControlHeader { kind, epoch, count }.encode(), GFP_KERNEL)?;
+    Ok(b)
+}
+
+impl Containers {
+    /// Whether a message from treenet is a membership message.
+    pub(crate) fn is_control(&self, msg: &treenet::Message) -> bool {
+        let mut head = [0u8; 2];
+        msg.read_at(0, &mut head).is_ok() && control::is_control(&head)
+    }
+
+    /// Handles a membership message (in `ssi_rx`).
+    pub(crate) fn handle_control(&self, src: u16, msg: &treenet::Message) {
+        let mut bytes = KVec::new();
+        if bytes.resize(msg.len(), 0, GFP_KERNEL).is_err() {
+            self.counters.dropped_nomem.fetch_add(1, Relaxed);
+            return;
+        }
+        let h = match msg.read_at(0, &mut bytes) {
+            Ok(()) => ControlHeader::decode(&bytes, bytes.len()),
+            Err(_) => Err(control_err()),
+        };
+        let Ok(h) = h else {
+            self.counters.malformed.fetch_add(1, Relaxed);
+            return;
+        };
+        let entries = &bytes[HEADER_LEN..];
+        let from_coordinator = treenet::ion().is_ok_and(|ion| ion == src);
+        match h.kind {
+            Kind::Freeze if from_coordinator => {
+                let mut survivors = KVec::new();
+                for c in entries.chunks_exact(4) {
+                    let n = control::decode_node(&[c[0], c[1], c[2], c[3]]);
+                    if let Ok(n) = u16::try_from(n) {
+                        if survivors.push(n, GFP_KERNEL).is_err() {
+                            return;
+                        }
+                    }
+                }
+                self.freeze(h.epoch, survivors);
+            }
+            Kind::Mark => self.on_mark(h.epoch, src),
+            Kind::Report => self.take_report(src, h.epoch, bytes),
+            Kind::Resume if from_coordinator => self.on_resume(h.epoch, entries),
+            Kind::Heartbeat => self.heard(src),
+            _ => {
+                self.counters.unexpected.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// The coordinator's `Freeze` (or its own, locally): stop.
+    fn freeze(&self, epoch: u32, survivors: KVec<u16>) {
+        // Accesses faults left lingering end now (they may still send:
+        // the node has not recorded yet).
+        let lingering: KVec<(u32, u64, u64)> = core::mem::take(&mut *self.lingering.lock());
+        for (set, object, until) in lingering {
+            self.end_linger(set, object, until);
+        }
+        let mut t = self.table.lock();
+        let p = &mut t.rebuild;
+        if epoch <= p.last_epoch || p.epoch.is_some_and(|e| epoch <= e) {
+            return;
+        }
+        p.epoch = Some(epoch);
+        p.survivors = survivors;
+        p.reported = false;
+        // Already recorded (a rebuild started over): mark again.
+        let out = if p.recorded {
+            self.marks(&t).unwrap_or_default()
+        } else {
+            KVec::new()
+        };
+        drop(t);
+        self.send_all(out);
+        self.rx_kicker.kick();
+        self.check_marks();
+    }
+
+    /// Marks for every other survivor.
+    fn marks(&self, t: &Table) -> Result<Outbox> {
+        let me = treenet::node_id()?;
+        let epoch = t.rebuild.epoch.ok_or(EINVAL)?;
+        let mut out = KVec::new();
+        for &n in t.rebuild.survivors.iter().filter(|&&n| n != me) {
+            out.push((n, header(Kind::Mark, epoch, 0)?), GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+
+    /// Frozen and not recorded yet: records once no access is held
+    /// (`ssi_rx` calls it).  Returns whether it still waits for accesses.
+    pub(crate) fn try_record(&self) -> bool {
+        let mut t = self.table.lock();
+        if !t.rebuild.is_frozen() || t.rebuild.recorded {
+            return false;
+        }
+        if t.objects.values().any(|e| e.coh.held().is_some()) {
+            return true;
+        }
+        t.rebuild.recorded = true;
+        let out = self.marks(&t).unwrap_or_default();
+        drop(t);
+        self.send_all(out);
+        self.check_marks();
+        false
+    }
+
+    fn on_mark(&self, epoch: u32, src: u16) {
+        {
+            let mut t = self.table.lock();
+            if epoch <= t.rebuild.last_epoch
+                || t.rebuild.marks.push((epoch, src), GFP_KERNEL).is_err()
+            {
+                return;
+            }
+        }
+        self.check_marks();
+    }
+
+    /// Once recorded with every other survivor's mark in: reports.
+    fn check_marks(&self) {
+        let Ok(me) = treenet::node_id() else {
+            return;
+        };
+        let Ok(coordinator) = treenet::ion() else {
+            return;
+        };
+        let mut t = self.table.lock();
+        let p = &t.rebuild;
+        let Some(epoch) = p.epoch else {
+            return;
+        };
+        if !p.recorded || p.reported {
+            return;
+        }
+        let all_in = p
+            .survivors
+            .iter()
+            .filter(|&&n| n != me)
+            .all(|n| p.marks.contains(&(epoch, *n)));
+        if !all_in {
+            return;
+        }
+        let Ok(report) = self.build_report(&t, epoch) else {
+            self.counters.dropped_nomem.fetch_add(1, Relaxed);
+            return;
+        };
+        t.rebuild.reported = true;
+        drop(t);
+        if me == coordinator {
+            self.take_report(me, epoch, report);
+        } else {
+            self.send_all_one(coordinator, report);
+        }
+    }
+
+    fn send_all_one(&self, to: u16, bytes: KVec<u8>) {
+        let mut out = KVec::new();
+        if out.push((to, bytes), GFP_KERNEL).is_ok() {
+            self.send_all(out);
+        }
+    }
+
+    /// What this node holds of every object it knows, counting the kept
+    /// messages.
+    fn build_report(&self, t: &Table, epoch: u32) -> Result<KVec<u8>> {
+        let mut b = header(Kind::Report, epoch, t.objects.iter().count())?;
+        for (&(set, object), e) in t.objects.iter() {
+            let (msgs, _) = kept_for(&t.rebuild.kept, set, object)?;
+            let (holding, _) = e.coh.holding(&msgs);
+            b.extend_from_slice(&control::encode_report(set, object, holding), GFP_KERNEL)?;
+        }
+        Ok(b)
+    }
+
+    /// A report, at the coordinator.
+    fn take_report(&self, src: u16, epoch: u32, bytes: KVec<u8>) {
+        let m = &self.membership;
+        let mut c = m.coord.lock();
+        if epoch != c.epoch {
+            self.counters.unexpected.fetch_add(1, Relaxed);
+            return;
+        }
+        c.reports.retain(|(n, _)| *n != src);
+        if c.reports.push((src, bytes), GFP_KERNEL).is_err() {
+            self.counters.dropped_nomem.fetch_add(1, Relaxed);
+        }
+        drop(c);
+        m.kicker.kick();
+    }
+
+    /// The coordinator's `Resume` (or its own, locally): reset every
+    /// object to its outcome and go on.
+    fn on_resume(&self, epoch: u32, entries: &[u8]) {
+        let (Ok(me), Ok(home)) = (treenet::node_id(), treenet::ion()) else {
+            return;
+        };
+        let mut t = self.table.lock();
+        if t.rebuild.epoch != Some(epoch) || !t.rebuild.reported {
+            self.counters.unexpected.fetch_add(1, Relaxed);
+            return;
+        }
+        let mut kept = core::mem::take(&mut t.rebuild.kept);
+        let mut out = KVec::new();
+        for chunk in entries.chunks_exact(RESUME_ENTRY_LEN) {
+            let mut entry = [0u8; RESUME_ENTRY_LEN];
+            entry.copy_from_slice(chunk);
+            let Ok((set, object, outcome)) = control::decode_resume(&entry) else {
+                self.counters.malformed.fetch_add(1, Relaxed);
+                continue;
+            };
+            let key = (set, object);
+            let mine = matches!(outcome, Outcome::Owner { owner, .. } if owner == u32::from(me));
+            if t.objects.get(&key).is_none() {
+                // An object this node does not know needs no entry unless
+                // it is this node's now, or lost.
+                if !mine && outcome != Outcome::Lost {
+                    continue;
+                }
+                let Ok(e) = Self::new_entry() else {
+                    continue;
+                };
+                if t.objects.try_create_and_insert(key, e, GFP_KERNEL).is_err() {
+                    self.counters.dropped_nomem.fetch_add(1, Relaxed);
+                    continue;
+                }
+            }
+            let Ok((msgs, at)) = kept_for(&kept, set, object) else {
+                continue;
+            };
+            let Some(e) = t.objects.get_mut(&key) else {
+                continue;
+            };
+            let (_, source) = e.coh.holding(&msgs);
+            if mine {
+                if let Source::Kept(k) = source {
+                    e.contents = kept[at[k]].2.take();
+                }
+            }
+            self.unmap(object);
+            let mut actions = KVec::new();
+            let r = e.coh.reset(outcome, u32::from(home), &mut |a| {
+                let _ = actions.push(a, GFP_KERNEL);
+            });
+            if r.is_err() {
+                self.counters.unexpected.fetch_add(1, Relaxed);
+                continue;
+            }
+            if outcome == Outcome::Lost && !e.lost {
+                e.lost = true;
+                self.counters.lost_objects.fetch_add(1, Relaxed);
+            }
+            for a in actions.iter() {
+                if let Action::Send { to, msg } = a {
+                    if matches!(msg.kind, MsgKind::ReadReq | MsgKind::WriteReq) {
+                        e.asked = u16::try_from(*to).ok();
+                    }
+                }
+            }
+            let granted = self
+                .apply(set, object, e, &actions, &mut None, &mut out)
+                .unwrap_or(false);
+            if granted && e.abandoned {
+                e.abandoned = false;
+                for m in self.release(set, object, e) {
+                    let _ = out.push(m, GFP_KERNEL);
+                }
+            }
+        }
+        drop(kept);
+        let p = &mut t.rebuild;
+        p.members = Some(core::mem::take(&mut p.survivors));
+        p.last_epoch = epoch;
+        p.epoch = None;
+        p.recorded = false;
+        p.reported = false;
+        p.marks.retain(|(e, _)| *e > epoch);
+        drop(t);
+        self.counters.rebuilds.fetch_add(1, Relaxed);
+        self.changed.notify_all();
+        self.send_all(out);
+    }
+
+    /// A heartbeat, at the coordinator.
+    fn heard(&self, src: u16) {
+        self.counters.heartbeats.fetch_add(1, Relaxed);
+        let mut c = self.membership.coord.lock();
+        let now = now_ns();
+        if let Some(m) = c.members.iter_mut().find(|m| m.node == src) {
+            m.last_heard_ns = now;
+            if !m.alive {
+                // Back (ssi reloaded there, or a false suspicion): joins
+                // through a rebuild that forgets what it held.
+                m.alive = true;
+                c.join_pending = true;
+                if !c.rejoining.contains(&src) {
+                    let _ = c.rejoining.push(src, GFP_KERNEL);
+                }
+            }
+        } else {
+            let _ = c.members.push(
+                Member {
+                    node: src,
+                    last_heard_ns: now,
+                    alive: true,
+                },
+                GFP_KERNEL,
+            );
+            if c.rebuilt {
+                c.join_pending = true;
+            } else {
+                c.generation += 1;
+            }
+        }
+        let kick = c.join_pending;
+        drop(c);
+        if kick {
+            self.membership.kicker.kick();
+        }
+    }
+
+    /// treenet says `node` is down: at the coordinator, a member that is
+    /// down is dead now.
+    pub(crate) fn member_down(&self, node: u16) {
+        let mut c = self.membership.coord.lock();
+        if let Some(m) = c.members.iter_mut().find(|m| m.node == node && m.alive) {
+            m.last_heard_ns = 0;
+            drop(c);
+            self.membership.kicker.kick();
+        }
+    }
+
+    /// `members`: `generation G epoch E`, then one line per member: node,
+    /// `alive` or `dead`, milliseconds since last heard.
+    pub(crate) fn show_members(&self, w: &mut SysfsWriter<'_>) -> Result {
+        let c = self.membership.coord.lock();
+        writeln!(w, "generation {} epoch {}", U64(c.generation), c.epoch)?;
+        let now = now_ns();
+        for m in c.members.iter() {
+            let state = if m.alive { "alive" } else { "dead" };
+            let ago = ns_to_ms(now.saturating_sub(m.last_heard_ns));
+            writeln!(w, "{} {state} {}", m.node, U64(ago))?;
+        }
+        Ok(())
+    }
+
+    /// `lost`: one line per lost object this node knows (`set object`).
+    pub(crate) fn show_lost(&self, w: &mut SysfsWriter<'_>) -> Result {
+        let t = self.table.lock();
+        for (&(set, object), e) in t.objects.iter() {
+            if e.lost {
+                writeln!(w, "{set} {}", U64(object))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn control_err() -> crate::zoid_proto::ssi::wire::WireError {
+    crate::zoid_proto::ssi::wire::WireError::Short
+}
+
+/// The `ssi_member` thread: heartbeats (CNs), failure detection and
+/// rebuilds (ION).
+pub(crate) struct Membership {
+    pub(crate) containers: Arc<Containers>,
+}
+
+impl ThreadBody for Membership {
+    fn kicker(&self) -> &Kicker {
+        &self.containers.membership.kicker
+    }
+
+    fn run(&self, ctx: &ThreadCtx<'_>) {
+        while !ctx.should_stop() {
+            let period = self
+                .containers
+                .membership
+                .heartbeat_ms
+                .load(Relaxed)
+                .max(10);
+            match (treenet::node_id(), treenet::ion()) {
+                (Ok(me), Ok(ion)) if me == ion => self.coordinate(ctx, me),
+                (Ok(_), Ok(ion)) => {
+                    if let Ok(hb) = header(Kind::Heartbeat, 0, 0) {
+                        if treenet::send(CHANNEL, ion, &hb, true).is_ok() {
+                            self.containers.counters.heartbeats.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            ctx.wait(ms_to_jiffies(u64::from(period)));
+        }
+    }
+}
+
+impl Membership {
+    /// Declares silent members dead and rebuilds when the membership
+    /// changed.
+    fn coordinate(&self, ctx: &ThreadCtx<'_>, me: u16) {
+        let m = &self.containers.membership;
+        let timeout_ns = u64::from(m.heartbeat_timeout_ms.load(Relaxed)) * 1_000_000;
+        let now = now_ns();
+        let mut c = m.coord.lock();
+        let mut changed = core::mem::take(&mut c.join_pending);
+        for mem in c.members.iter_mut() {
+            if mem.alive && now.saturating_sub(mem.last_heard_ns) > timeout_ns {
+                mem.alive = false;
+                changed = true;
+                pr_info!("node {} is dead (silent)\n", mem.node);
+            }
+        }
+        if !changed {
+            return;
+        }
+        let mut survivors = KVec::new();
+        if survivors.push(me, GFP_KERNEL).is_err() {
+            return;
+        }
+        for mem in c.members.iter().filter(|m| m.alive && m.node != me) {
+            if survivors.push(mem.node, GFP_KERNEL).is_err() {
+                return;
+            }
+        }
+        drop(c);
+        if let Err(e) = self.rebuild(ctx, me, survivors) {
+            pr_err!("rebuild failed: {e:?}\n");
+        }
+    }
+
+    /// Runs a rebuild with `survivors` (the coordinator first).
+    fn rebuild(&self, ctx: &ThreadCtx<'_>, me: u16, mut survivors: KVec<u16>) -> Result {
+        let c = &self.containers;
+        let m = &c.membership;
+        for _ in 0..REBUILD_ATTEMPTS {
+            let epoch = {
+                let mut co = m.coord.lock();
+                co.epoch += 1;
+                co.reports.clear();
+                co.epoch
+            };
+            let mut freeze = header(Kind::Freeze, epoch, survivors.len())?;
+            for &n in survivors.iter() {
+                freeze.extend_from_slice(&control::encode_node(u32::from(n)), GFP_KERNEL)?;
+            }
+            for &n in survivors.iter().filter(|&&n| n != me) {
+                if treenet::send(CHANNEL, n, &freeze, true).is_err() {
+                    c.counters.send_failed.fetch_add(1, Relaxed);
+                }
+            }
+            let mut local = KVec::new();
+            local.extend_from_slice(&survivors, GFP_KERNEL)?;
+            c.freeze(epoch, local);
+            // Wait for every report.
+            let deadline = now_ns() + REPORT_TIMEOUT_MS * 1_000_000;
+            let missing = loop {
+                let missing: KVec<u16> = {
+                    let co = m.coord.lock();
+                    let mut v = KVec::new();
+                    for &n in survivors.iter() {
+                        if !co.reports.iter().any(|(r, _)| *r == n) {
+                            v.push(n, GFP_KERNEL)?;
+                        }
+                    }
+                    v
+                };
+                if missing.is_empty() || now_ns() > deadline || ctx.should_stop() {
+                    break missing;
+                }
+                ctx.wait(ms_to_jiffies(10));
+            };
+            if ctx.should_stop() {
+                return Err(EINTR);
+            }
+            if missing.contains(&me) {
+                // Our own report cannot be missing unless accesses stay
+                // held: try again.
+                continue;
+            }
+            if !missing.is_empty() {
+                let mut co = m.coord.lock();
+                for mem in co.members.iter_mut() {
+                    if missing.contains(&mem.node) {
+                        mem.alive = false;
+                        pr_info!("node {} did not report: dead\n", mem.node);
+                    }
+                }
+                drop(co);
+                survivors.retain(|n| !missing.contains(n));
+                continue;
+            }
+            return self.decide_and_resume(me, epoch, &survivors);
+        }
+        Err(ETIMEDOUT)
+    }
+
+    /// Tallies the reports and sends every survivor the outcomes.
+    fn decide_and_resume(&self, me: u16, epoch: u32, survivors: &[u16]) -> Result {
+        let c = &self.containers;
+        let m = &c.membership;
+        let mut tallies: RBTree<(u32, u64), Tally> = RBTree::new();
+        let mut co = m.coord.lock();
+        for (node, bytes) in co.reports.iter() {
+            let stale = co.rejoining.contains(node);
+            for chunk in bytes[HEADER_LEN..].chunks_exact(REPORT_ENTRY_LEN) {
+                let mut entry = [0u8; REPORT_ENTRY_LEN];
+                entry.copy_from_slice(chunk);
+                let Ok((set, object, holding)) = control::decode_report(&entry) else {
+                    c.counters.malformed.fetch_add(1, Relaxed);
+                    continue;
+                };
+                if tallies.get(&(set, object)).is_none() {
+                    tallies.try_create_and_insert((set, object), Tally::new(), GFP_KERNEL)?;
+                }
+                if let Some(t) = tallies.get_mut(&(set, object)) {
+                    if holding != Holding::Nothing && !stale {
+                        t.add(u32::from(*node), holding);
+                    }
+                }
+            }
+        }
+        // Objects lost earlier stay lost.
+        let mut lost_before = KVec::new();
+        for &key in co.lost.keys() {
+            lost_before.push(key, GFP_KERNEL)?;
+        }
+        let mut entries = KVec::new();
+        let mut count = 0usize;
+        for (&(set, object), t) in tallies.iter() {
+            let outcome = if lost_before.contains(&(set, object)) {
+                Outcome::Lost
+            } else {
+                t.outcome()
+            };
+            if outcome == Outcome::Lost && co.lost.get(&(set, object)).is_none() {
+                co.lost
+                    .try_create_and_insert((set, object), (), GFP_KERNEL)?;
+                pr_warn!("an object of set {set} is lost (see /sys/kernel/ssi/lost)\n");
+            }
+            entries.extend_from_slice(&control::encode_resume(set, object, outcome), GFP_KERNEL)?;
+            count += 1;
+        }
+        for &(set, object) in lost_before.iter() {
+            if tallies.get(&(set, object)).is_none() {
+                entries.extend_from_slice(
+                    &control::encode_resume(set, object, Outcome::Lost),
+                    GFP_KERNEL,
+                )?;
+                count += 1;
+            }
+        }
+        co.rebuilt = true;
+        co.generation += 1;
+        co.rejoining.retain(|n| !survivors.contains(n));
+        co.reports.clear();
+        drop(co);
+        let mut resume = header(Kind::Resume, epoch, count)?;
+        resume.extend_from_slice(&entries, GFP_KERNEL)?;
+        for &n in survivors.iter().filter(|&&n| n != me) {
+            if treenet::send(CHANNEL, n, &resume, true).is_err() {
+                c.counters.send_failed.fetch_add(1, Relaxed);
+            }
+        }
+        c.on_resume(epoch, &entries);
+        pr_info!(
+            "rebuild {epoch} done, {count} objects, {} nodes\n",
+            survivors.len()
+        );
+        Ok(())
+    }
+}
