@@ -377,12 +377,17 @@ impl Containers {
                     .try_create_and_insert(key, Self::new_entry()?, GFP_KERNEL)?;
             }
             let frozen = t.rebuild.is_frozen();
+            let leaving = t.rebuild.is_leaving();
             let Some(e) = t.objects.get_mut(&key) else {
                 return Err(ENOMEM);
             };
             if e.lost {
                 self.counters.lost_accesses.fetch_add(1, Relaxed);
                 return Err(EIO);
+            }
+            if leaving {
+                // This node is leaving the cluster (or left it).
+                return Err(ENODEV);
             }
             let mut actions = KVec::new();
             let mut sink = |a| {

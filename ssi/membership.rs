@@ -17,6 +17,12 @@
 //!   that it is lost; each node resets its objects and goes on.  A
 //!   survivor that does not report in time is declared dead and the
 //!   rebuild starts over without it.
+//! * Graceful removal (`remove_nodes` on the ION): the coordinator tells
+//!   the node to leave; it refuses new accesses (`ENODEV`), finishes what
+//!   it asked for, and lists the objects it owns; the coordinator takes
+//!   each of them (a write access that changes nothing: the protocol moves
+//!   the contents), then rebuilds without the node, which loses nothing.
+//!   `add_nodes` lets it join again (at its next heartbeat).
 //! * Lost objects stay lost (accesses fail with `EIO`) until ssi is
 //!   reloaded everywhere: they are never recreated in silence.
 //!
@@ -34,7 +40,7 @@ use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::sysfs::SysfsWriter;
 use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, U64};
-use crate::zoid_proto::ssi::coherence::{Action, Msg, MsgKind};
+use crate::zoid_proto::ssi::coherence::{Access, Action, Msg, MsgKind};
 use crate::zoid_proto::ssi::control::{
     self, ControlHeader, Kind, HEADER_LEN, REPORT_ENTRY_LEN, RESUME_ENTRY_LEN,
 };
@@ -62,9 +68,18 @@ pub(crate) struct Participant {
     /// coherence messages from other nodes are dropped.
     members: Option<KVec<u16>>,
     last_epoch: u32,
+    /// Told to leave: local accesses are refused (`ENODEV`).
+    leaving: bool,
+    /// The coordinator waits for the list of the objects this node owns.
+    owed_list: bool,
 }
 
 impl Participant {
+    /// Whether this node was told to leave (local accesses are refused).
+    pub(crate) fn is_leaving(&self) -> bool {
+        self.leaving
+    }
+
     /// Whether a rebuild is under way (no local access may start).
     pub(crate) fn is_frozen(&self) -> bool {
         self.epoch.is_some()
@@ -106,6 +121,8 @@ struct Member {
     node: u16,
     last_heard_ns: u64,
     alive: bool,
+    /// Removed by command: not heard again until `add_nodes`.
+    left: bool,
 }
 
 /// The coordinator's state (on the ION).
@@ -123,6 +140,10 @@ pub(crate) struct Coordinator {
     rejoining: KVec<u16>,
     /// Reports of the rebuild under way: node and entries.
     reports: KVec<(u16, KVec<u8>)>,
+    /// Nodes to remove gracefully (`remove_nodes`).
+    removals: KVec<u16>,
+    /// The list of owned objects a leaving node sent: node, message.
+    owned: Option<(u16, KVec<u8>)>,
     /// Objects found lost (kept, so that nodes joining later learn it).
     lost: RBTree<(u32, u64), ()>,
     /// Grows at every membership change (for pollers).
@@ -199,6 +220,19 @@ impl Containers {
             Kind::Report => self.take_report(src, h.epoch, bytes),
             Kind::Resume if from_coordinator => self.on_resume(h.epoch, entries),
             Kind::Heartbeat => self.heard(src),
+            Kind::Leave if from_coordinator => {
+                let mut t = self.table.lock();
+                t.rebuild.leaving = true;
+                t.rebuild.owed_list = true;
+                drop(t);
+                self.membership.kicker.kick();
+            }
+            Kind::Owned => {
+                let mut c = self.membership.coord.lock();
+                c.owned = Some((src, bytes));
+                drop(c);
+                self.membership.kicker.kick();
+            }
             _ => {
                 self.counters.unexpected.fetch_add(1, Relaxed);
             }
@@ -217,6 +251,12 @@ impl Containers {
         let p = &mut t.rebuild;
         if epoch <= p.last_epoch || p.epoch.is_some_and(|e| epoch <= e) {
             return;
+        }
+        if let Ok(me) = treenet::node_id() {
+            if survivors.contains(&me) {
+                // Admitted (again): accesses go on after the rebuild.
+                p.leaving = false;
+            }
         }
         p.epoch = Some(epoch);
         p.survivors = survivors;
@@ -444,6 +484,10 @@ impl Containers {
         let mut c = self.membership.coord.lock();
         let now = now_ns();
         if let Some(m) = c.members.iter_mut().find(|m| m.node == src) {
+            if m.left {
+                // Removed: ignored until `add_nodes`.
+                return;
+            }
             m.last_heard_ns = now;
             if !m.alive {
                 // Back (ssi reloaded there, or a false suspicion): joins
@@ -460,6 +504,7 @@ impl Containers {
                     node: src,
                     last_heard_ns: now,
                     alive: true,
+                    left: false,
                 },
                 GFP_KERNEL,
             );
@@ -494,11 +539,74 @@ impl Containers {
         writeln!(w, "generation {} epoch {}", U64(c.generation), c.epoch)?;
         let now = now_ns();
         for m in c.members.iter() {
-            let state = if m.alive { "alive" } else { "dead" };
+            let state = match (m.alive, m.left) {
+                (true, _) => "alive",
+                (false, true) => "left",
+                (false, false) => "dead",
+            };
             let ago = ns_to_ms(now.saturating_sub(m.last_heard_ns));
             writeln!(w, "{} {state} {}", m.node, U64(ago))?;
         }
         Ok(())
+    }
+
+    /// `remove_nodes` (on the ION): removes `node` gracefully, in the
+    /// background (`members` shows it `left` once done).  `EINVAL` for the
+    /// ION itself, a node that is not an alive member, or elsewhere than
+    /// on the ION.
+    pub(crate) fn remove_node(&self, node: u16) -> Result {
+        if treenet::node_id()? != treenet::ion()? || node == treenet::ion()? {
+            return Err(EINVAL);
+        }
+        let mut c = self.membership.coord.lock();
+        if !c.members.iter().any(|m| m.node == node && m.alive) {
+            return Err(EINVAL);
+        }
+        if !c.removals.contains(&node) {
+            c.removals.push(node, GFP_KERNEL)?;
+        }
+        drop(c);
+        self.membership.kicker.kick();
+        Ok(())
+    }
+
+    /// `add_nodes` (on the ION): lets a removed node join again at its
+    /// next heartbeat (a node never removed joins by being heard).
+    pub(crate) fn add_node(&self, node: u16) -> Result {
+        if treenet::node_id()? != treenet::ion()? {
+            return Err(EINVAL);
+        }
+        let mut c = self.membership.coord.lock();
+        if let Some(m) = c.members.iter_mut().find(|m| m.node == node) {
+            m.left = false;
+        }
+        Ok(())
+    }
+
+    /// The objects this node owns, as an `Owned` message, once nothing it
+    /// asked for is pending (`None` while something is).
+    fn owned_list(&self) -> Option<Result<KVec<u8>>> {
+        let t = self.table.lock();
+        if t.objects
+            .values()
+            .any(|e| e.coh.held().is_some() || e.coh.wanted().is_some())
+        {
+            return None;
+        }
+        Some((|| {
+            let mut entries = KVec::new();
+            let mut count = 0;
+            for (&(set, object), e) in t.objects.iter() {
+                if let (h @ Holding::Owner { created: true, .. }, _) = e.coh.holding(&[]) {
+                    entries
+                        .extend_from_slice(&control::encode_report(set, object, h), GFP_KERNEL)?;
+                    count += 1;
+                }
+            }
+            let mut b = header(Kind::Owned, 0, count)?;
+            b.extend_from_slice(&entries, GFP_KERNEL)?;
+            Ok(b)
+        })())
     }
 
     /// `lost`: one line per lost object this node knows (`set object`).
@@ -539,6 +647,7 @@ impl ThreadBody for Membership {
             match (treenet::node_id(), treenet::ion()) {
                 (Ok(me), Ok(ion)) if me == ion => self.coordinate(ctx, me),
                 (Ok(_), Ok(ion)) => {
+                    self.send_owned_list(ion);
                     if let Ok(hb) = header(Kind::Heartbeat, 0, 0) {
                         if treenet::send(CHANNEL, ion, &hb, true).is_ok() {
                             self.containers.counters.heartbeats.fetch_add(1, Relaxed);
@@ -553,10 +662,98 @@ impl ThreadBody for Membership {
 }
 
 impl Membership {
+    /// A leaving node: sends the list of what it owns once nothing it
+    /// asked for is pending.
+    fn send_owned_list(&self, ion: u16) {
+        let c = &self.containers;
+        if !c.table.lock().rebuild.owed_list {
+            return;
+        }
+        match c.owned_list() {
+            None => {}
+            Some(Ok(list)) => {
+                if treenet::send(CHANNEL, ion, &list, true).is_ok() {
+                    c.table.lock().rebuild.owed_list = false;
+                }
+            }
+            Some(Err(_)) => {
+                c.counters.dropped_nomem.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Removes `node` gracefully: it leaves, the coordinator takes what
+    /// it owns, then rebuilds without it.  A node that does not answer is
+    /// dead instead.
+    fn remove(&self, ctx: &ThreadCtx<'_>, me: u16, node: u16) -> Result {
+        let c = &self.containers;
+        let m = &c.membership;
+        m.coord.lock().owned = None;
+        treenet::send(CHANNEL, node, &header(Kind::Leave, 0, 0)?, true)?;
+        let deadline = now_ns() + 2 * REPORT_TIMEOUT_MS * 1_000_000;
+        let list = loop {
+            if let Some((n, b)) = m.coord.lock().owned.take() {
+                if n == node {
+                    break Some(b);
+                }
+            }
+            if now_ns() > deadline || ctx.should_stop() {
+                break None;
+            }
+            ctx.wait(ms_to_jiffies(10));
+        };
+        let mut taken = 0u32;
+        if let Some(list) = &list {
+            if let Ok(h) = ControlHeader::decode(list, list.len()) {
+                if h.kind == Kind::Owned {
+                    for chunk in list[HEADER_LEN..].chunks_exact(REPORT_ENTRY_LEN) {
+                        let mut entry = [0u8; REPORT_ENTRY_LEN];
+                        entry.copy_from_slice(chunk);
+                        let Ok((set, object, _)) = control::decode_report(&entry) else {
+                            continue;
+                        };
+                        // A write that changes nothing moves ownership
+                        // (and the contents) here.
+                        match c.access(set, object, Access::Write, |_| ()) {
+                            Ok(()) => taken += 1,
+                            Err(e) => {
+                                pr_warn!("removing node {node}: an object of set {set}: {e:?}\n")
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut survivors = KVec::new();
+        {
+            let mut co = m.coord.lock();
+            for mem in co.members.iter_mut().filter(|x| x.node == node) {
+                mem.alive = false;
+                mem.left = list.is_some();
+            }
+            survivors.push(me, GFP_KERNEL)?;
+            for mem in co.members.iter().filter(|x| x.alive && x.node != me) {
+                survivors.push(mem.node, GFP_KERNEL)?;
+            }
+        }
+        if list.is_some() {
+            pr_info!("node {node} leaves: {taken} objects taken over\n");
+        } else {
+            pr_info!("node {node} did not answer its removal: dead\n");
+        }
+        self.rebuild(ctx, me, survivors)
+    }
+
     /// Declares silent members dead and rebuilds when the membership
     /// changed.
     fn coordinate(&self, ctx: &ThreadCtx<'_>, me: u16) {
         let m = &self.containers.membership;
+        let removals = core::mem::take(&mut m.coord.lock().removals);
+        for node in removals {
+            if let Err(e) = self.remove(ctx, me, node) {
+                pr_err!("removing node {node}: {e:?}\n");
+            }
+        }
         let timeout_ns = u64::from(m.heartbeat_timeout_ms.load(Relaxed)) * 1_000_000;
         let now = now_ns();
         let mut c = m.coord.lock();

@@ -26,9 +26,12 @@
 //!   line with on/off and how often each fired; write `+NAME` / `-NAME`
 //!   (or `+all`, `-all`) to turn them on or off.  All off at load.
 //!
+//! * `members`, `lost`, `remove_nodes`, `add_nodes`, `heartbeat_ms`,
+//!   `heartbeat_timeout_ms`: membership (`membership.rs`).
+//!
 //! `/dev/ssi` maps container objects into processes (`devssi.rs`).
 //!
-//! Linkers and membership are still to come (issue 6).
+//! Linkers are still to come (issue 6).
 
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -245,7 +248,23 @@ fn store_ms(knob: &Atomic<u32>, input: &[u8]) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<SsiState>; 12] = [
+/// `remove_nodes` / `add_nodes`: node ids separated by spaces.
+fn store_nodes(input: &[u8], each: impl Fn(u16) -> Result) -> Result {
+    let s = core::str::from_utf8(input).map_err(|_| EINVAL)?;
+    let mut any = false;
+    for word in s.split_ascii_whitespace() {
+        let n = u16::try_from(parse_u64(word.as_bytes())?).map_err(|_| EINVAL)?;
+        each(n)?;
+        any = true;
+    }
+    if any {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+static ATTRS: [Attribute<SsiState>; 14] = [
     Attribute::ro(c"version", zoid_kernel::suite::show_version),
     Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
     Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
@@ -260,6 +279,16 @@ static ATTRS: [Attribute<SsiState>; 12] = [
     Attribute::rw(c"hooks", show_hooks, store_hooks),
     Attribute::ro(c"members", |s, w| s.containers.show_members(w)),
     Attribute::ro(c"lost", |s, w| s.containers.show_lost(w)),
+    Attribute::rw(
+        c"remove_nodes",
+        |_, _| Ok(()),
+        |s, i| store_nodes(i, |n| s.containers.remove_node(n)),
+    ),
+    Attribute::rw(
+        c"add_nodes",
+        |_, _| Ok(()),
+        |s, i| store_nodes(i, |n| s.containers.add_node(n)),
+    ),
     Attribute::rw(
         c"heartbeat_ms",
         |s, w| writeln!(w, "{}", s.containers.membership.heartbeat_ms.load(Relaxed)),

@@ -3,6 +3,8 @@
 # What another node also held survives; what only CN 1 held is reported
 # lost and fails with EIO everywhere, never read back as zeros.  CN 1 then
 # comes back (insmod), joins through another rebuild, and learns the loss.
+# Then the ION removes CN 1 gracefully: what it owned alone is handed over
+# first, nothing is lost; added back, it reads it again.
 . /zoid/tests/treenet-lib.sh
 S=/sys/kernel/ssi
 fail() { echo "$*"; echo "--- members"; cat $S/members; echo "--- lost"; cat $S/lost
@@ -17,14 +19,15 @@ read_lost() {
   if out=$( (echo "30 $1" > $S/read) 2>&1); then fail "lost object 30 $1 read: $(cat $S/read)"; fi
   echo "$out" | grep -q "Input/output error" || fail "lost object 30 $1: $out"
 }
-# wait_lost: until this node reports set 30's object 2 lost (30 s at most).
-wait_lost() {
+# wait_for <pattern> <file> <what>: until a line of <file> matches (60 s).
+wait_for() {
   i=0
-  until grep -q "^30 2$" $S/lost; do
-    i=$((i + 1)); [ $i -lt 300 ] || fail "object 30 2 not reported lost"
+  until grep -q "$1" "$2"; do
+    i=$((i + 1)); [ $i -lt 600 ] || fail "$3"
     sleep 0.1
   done
 }
+wait_lost() { wait_for "^30 2$" $S/lost "object 30 2 not reported lost"; }
 
 echo 200 > $S/heartbeat_ms
 echo 2000 > $S/heartbeat_timeout_ms
@@ -66,7 +69,39 @@ echo "30 1 1" > $S/add
 barrier 756
 read_is 1 $((11 + ZOID_CNS + 1))
 [ "$(counter $S/stats malformed)" = 0 ] || fail "malformed messages"
+barrier 757
+# Graceful removal: CN 1 owns object 4 alone; the ION removes CN 1, which
+# hands it over first: nothing is lost, and CN 1's accesses fail (ENODEV)
+# until the ION adds it back.
+[ "$ZOID_NODE_ID" = 1 ] && echo "30 4 44" > $S/add
+barrier 758
+if [ "$ZOID_ROLE" = ion ]; then
+  if (echo 0 > $S/remove_nodes) 2>/dev/null; then fail "the ION removed itself"; fi
+  echo 1 > $S/remove_nodes
+  wait_for "^1 left " $S/members "node 1 did not leave"
+  read_is 4 44
+  grep -q "^30 4$" $S/lost && fail "object 4 lost in a graceful removal"
+fi
+barrier 759
+if [ "$ZOID_NODE_ID" = 1 ]; then
+  if out=$( (echo "30 4" > $S/read) 2>&1); then fail "a removed node read"; fi
+  echo "$out" | grep -q "No such device" || fail "removed node: $out"
+fi
+barrier 760
+if [ "$ZOID_ROLE" = ion ]; then
+  echo 1 > $S/add_nodes
+  wait_for "^1 alive " $S/members "node 1 was not added back"
+fi
+barrier 761
+if [ "$ZOID_NODE_ID" = 1 ]; then
+  i=0
+  until (echo "30 4" > $S/read) 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 300 ] || fail "node 1 cannot read after it was added back"
+    sleep 0.1
+  done
+  read_is 4 44
+fi
 nonzero "ssi stats" $S/stats
 echo 1000 > $S/heartbeat_ms
 echo 5000 > $S/heartbeat_timeout_ms
-barrier 757
+barrier 762

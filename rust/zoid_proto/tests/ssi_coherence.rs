@@ -614,33 +614,58 @@ impl Rng {
     }
 }
 
+/// `nodes` scripts of `len` accesses, one in `write_one_in` a write.
+fn random_scripts(
+    rng: &mut Rng,
+    nodes: usize,
+    len: usize,
+    write_one_in: usize,
+) -> Vec<Vec<Access>> {
+    (0..nodes)
+        .map(|_| {
+            (0..len)
+                .map(|_| if rng.below(write_one_in) == 0 { W } else { R })
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs `m` from `w` to its end with steps drawn by `rng` (`narrow` may
+/// narrow each choice); panics, naming `seed`, on a broken invariant, a
+/// run without end, or a stuck state.
+fn run_random(
+    m: &Model,
+    w: &mut World,
+    rng: &mut Rng,
+    seed: u64,
+    mut narrow: impl FnMut(&mut Vec<Step>, &mut Rng),
+) {
+    let mut steps = 0;
+    loop {
+        let mut s = m.steps(w);
+        narrow(&mut s, rng);
+        if s.is_empty() {
+            break;
+        }
+        let step = s[rng.below(s.len())];
+        if let Err(e) = m.apply(w, step) {
+            FAILING.with(|f| f.set(0));
+            panic!("seed {seed}, step {steps} ({step:?}): {e}");
+        }
+        steps += 1;
+        assert!(steps < 100_000, "seed {seed}: no end");
+    }
+    FAILING.with(|f| f.set(0));
+    assert!(m.is_end(w), "seed {seed}: stuck in {w:#?}");
+}
+
 #[test]
 fn random_schedules_of_eight_nodes_keep_every_invariant() {
     for seed in 1..=300u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        let scripts: Vec<Vec<Access>> = (0..8)
-            .map(|_| {
-                (0..6)
-                    .map(|_| if rng.below(3) == 0 { W } else { R })
-                    .collect()
-            })
-            .collect();
-        let m = Model::new(scripts);
+        let m = Model::new(random_scripts(&mut rng, 8, 6, 3));
         let mut w = m.initial(rng.below(8) as NodeId);
-        let mut steps = 0;
-        loop {
-            let s = m.steps(&w);
-            if s.is_empty() {
-                break;
-            }
-            let step = s[rng.below(s.len())];
-            if let Err(e) = m.apply(&mut w, step) {
-                panic!("seed {seed}, step {steps}: {e}");
-            }
-            steps += 1;
-            assert!(steps < 100_000, "seed {seed}: no end");
-        }
-        assert!(m.is_end(&w), "seed {seed}: stuck in {w:#?}");
+        run_random(&m, &mut w, &mut rng, seed, |_, _| {});
         assert_eq!(w.committed, m.writes(), "seed {seed}");
     }
 }
@@ -650,31 +675,9 @@ fn storage_that_cannot_grow_delays_but_loses_nothing() {
     for seed in 1..=200u64 {
         FAILING.with(|f| f.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1));
         let mut rng = Rng(seed | 1);
-        let scripts: Vec<Vec<Access>> = (0..5)
-            .map(|_| {
-                (0..4)
-                    .map(|_| if rng.below(2) == 0 { W } else { R })
-                    .collect()
-            })
-            .collect();
-        let m = Model::new(scripts);
+        let m = Model::new(random_scripts(&mut rng, 5, 4, 2));
         let mut w = m.initial(0);
-        let mut steps = 0;
-        loop {
-            let s = m.steps(&w);
-            if s.is_empty() {
-                break;
-            }
-            let step = s[rng.below(s.len())];
-            if let Err(e) = m.apply(&mut w, step) {
-                FAILING.with(|f| f.set(0));
-                panic!("seed {seed}, step {steps}: {e}");
-            }
-            steps += 1;
-            assert!(steps < 100_000, "seed {seed}: no end");
-        }
-        FAILING.with(|f| f.set(0));
-        assert!(m.is_end(&w), "seed {seed}: stuck in {w:#?}");
+        run_random(&m, &mut w, &mut rng, seed, |_, _| {});
         assert_eq!(w.committed, m.writes(), "seed {seed}");
     }
 }
@@ -883,33 +886,14 @@ fn random_crashes_of_one_node_in_eight() {
     let mut lost = 0;
     for seed in 1..=300u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-        let scripts: Vec<Vec<Access>> = (0..8)
-            .map(|_| {
-                (0..6)
-                    .map(|_| if rng.below(3) == 0 { W } else { R })
-                    .collect()
-            })
-            .collect();
-        let m = Model::with_crashes(scripts);
+        let m = Model::with_crashes(random_scripts(&mut rng, 8, 6, 3));
         let mut w = m.initial(0);
-        let mut steps = 0;
-        loop {
-            let mut s = m.steps(&w);
+        run_random(&m, &mut w, &mut rng, seed, |s, rng| {
             // Crash rarely, so that it happens at various depths.
             if rng.below(20) != 0 && s.len() > 1 {
                 s.retain(|st| !matches!(st, Step::Crash(_)));
             }
-            if s.is_empty() {
-                break;
-            }
-            let step = s[rng.below(s.len())];
-            if let Err(e) = m.apply(&mut w, step) {
-                panic!("seed {seed}, step {steps} ({step:?}): {e}");
-            }
-            steps += 1;
-            assert!(steps < 100_000, "seed {seed}: no end");
-        }
-        assert!(m.is_end(&w), "seed {seed}: stuck in {w:#?}");
+        });
         assert!(m.all_writes_kept(&w), "seed {seed}: {w:#?}");
         lost += u32::from(w.lost);
     }

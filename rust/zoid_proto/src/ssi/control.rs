@@ -15,8 +15,9 @@
 //!
 //!  Freeze    node u32                                   (the survivors)
 //!  Report    set u32 | object u64 | holding u8 | 0 0 0 | version u64
+//!  Owned     (as Report: the objects a leaving node owns)
 //!  Resume    set u32 | object u64 | outcome u8 | 0 0 0 | owner u32 | version u64
-//!  Mark, Heartbeat: no entries
+//!  Mark, Heartbeat, Leave: no entries
 //! ```
 //!
 //! Big-endian.  One message is one treenet message, so the length must be
@@ -51,6 +52,12 @@ pub enum Kind {
     Resume = 4,
     /// Node to coordinator: I am alive.
     Heartbeat = 5,
+    /// Coordinator to a node being removed: take no new access, finish
+    /// what you asked for, then say what you own.
+    Leave = 6,
+    /// Leaving node to coordinator: the objects I own (`Report` entries),
+    /// for the coordinator to take before the node goes.
+    Owned = 7,
 }
 
 impl Kind {
@@ -61,6 +68,8 @@ impl Kind {
             3 => Kind::Report,
             4 => Kind::Resume,
             5 => Kind::Heartbeat,
+            6 => Kind::Leave,
+            7 => Kind::Owned,
             _ => return None,
         })
     }
@@ -69,9 +78,9 @@ impl Kind {
     pub fn entry_len(self) -> usize {
         match self {
             Kind::Freeze => 4,
-            Kind::Report => REPORT_ENTRY_LEN,
+            Kind::Report | Kind::Owned => REPORT_ENTRY_LEN,
             Kind::Resume => RESUME_ENTRY_LEN,
-            Kind::Mark | Kind::Heartbeat => 0,
+            Kind::Mark | Kind::Heartbeat | Kind::Leave => 0,
         }
     }
 }
@@ -258,6 +267,8 @@ mod tests {
             (Kind::Report, 2),
             (Kind::Resume, 5),
             (Kind::Heartbeat, 0),
+            (Kind::Leave, 0),
+            (Kind::Owned, 4),
         ] {
             let h = ControlHeader {
                 kind,
