@@ -193,11 +193,11 @@ impl Containers {
             self.counters.dropped_nomem.fetch_add(1, Relaxed);
             return;
         }
-        let h = match msg.read_at(0, &mut bytes) {
-            Ok(()) => ControlHeader::decode(&bytes, bytes.len()),
-            Err(_) => Err(control_err()),
-        };
-        let Ok(h) = h else {
+        let h = msg
+            .read_at(0, &mut bytes)
+            .ok()
+            .and_then(|()| ControlHeader::decode(&bytes, bytes.len()).ok());
+        let Some(h) = h else {
             self.counters.malformed.fetch_add(1, Relaxed);
             return;
         };
@@ -619,10 +619,6 @@ impl Containers {
         }
         Ok(())
     }
-}
-
-fn control_err() -> crate::zoid_proto::ssi::wire::WireError {
-    crate::zoid_proto::ssi::wire::WireError::Short
 }
 
 /// The `ssi_member` thread: heartbeats (CNs), failure detection and
