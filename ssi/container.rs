@@ -28,7 +28,9 @@ use kernel::bindings;
 use kernel::prelude::*;
 use kernel::rbtree::RBTree;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::sync::{new_condvar, new_mutex, CondVar, CondVarTimeoutResult, Mutex};
+use kernel::sync::{
+    new_condvar, new_mutex, new_spinlock, CondVar, CondVarTimeoutResult, Mutex, SpinLock,
+};
 use kernel::time::msecs_to_jiffies;
 
 // Not core's u64 formatting: it needs soft-float helpers on 32-bit kernels.
@@ -76,8 +78,30 @@ impl Contents {
 /// How long a local access waits for its grant before it gives up.
 const GRANT_TIMEOUT_MS: u32 = 30_000;
 
-/// How long a fault keeps its access (see [`Containers::linger`]).
-const LINGER_NS: u64 = 2_000_000;
+/// How long a fault keeps its access by default, in microseconds (see
+/// [`Containers::linger`]; `linger_us` in sysfs).
+pub(crate) const LINGER_US: u32 = 2_000;
+
+/// How many exited processes `ssi_rx` can be told about at once (more are
+/// left to the linger timeout).
+const EXITED_SLOTS: usize = 32;
+
+/// Thread groups that exited while faults lingered, for `ssi_rx` (filled
+/// by the exit probe, which must not sleep or allocate).
+pub(crate) struct Exited {
+    tgids: [i32; EXITED_SLOTS],
+    len: usize,
+}
+
+/// A fault's lingering access: set, object, when it ends (ns), and the
+/// thread group of the task that faulted.
+#[derive(Clone, Copy)]
+pub(crate) struct Linger {
+    set: u32,
+    object: u64,
+    until: u64,
+    tgid: i32,
+}
 
 /// The copyset, on the heap.
 #[derive(Default)]
@@ -178,6 +202,10 @@ counters! {
         bad_checkpoints: "Checkpoint files refused as damaged.",
         faults: "Page faults of /dev/ssi mappings (a write to a read-only page included).",
         unmaps: "Times an object's /dev/ssi mappings were taken away.",
+        forks: "Tasks created on this node (while process_events is on).",
+        execs: "Programs started on this node (while process_events is on).",
+        exits: "Tasks that exited on this node (while process_events is on).",
+        released_at_exit: "Lingering fault accesses released because their process exited.",
     }
 }
 
@@ -211,9 +239,16 @@ pub(crate) struct Containers {
     /// Messages refused for lack of memory, given again later.
     #[pin]
     retry: Mutex<KVec<Pending>>,
-    /// Accesses faults took, with when `ssi_rx` releases them (ns).
+    /// Accesses faults took, with when `ssi_rx` releases them.
     #[pin]
-    pub(crate) lingering: Mutex<KVec<(u32, u64, u64)>>,
+    pub(crate) lingering: Mutex<KVec<Linger>>,
+    /// How many accesses linger (read without the lock by the exit probe).
+    lingers: Atomic<u32>,
+    /// How long a fault's access lingers (`linger_us`).
+    pub(crate) linger_us: Atomic<u32>,
+    /// Processes that exited with faults lingering (`process_events`).
+    #[pin]
+    exited: SpinLock<Exited>,
     pub(crate) rx_kicker: Kicker,
     /// Heartbeats, the coordinator and its knobs (`membership.rs`).
     #[pin]
@@ -238,6 +273,15 @@ impl Containers {
             inbox <- new_mutex!(KVec::new(), "ssi::inbox"),
             retry <- new_mutex!(KVec::new(), "ssi::retry"),
             lingering <- new_mutex!(KVec::new(), "ssi::lingering"),
+            lingers: Atomic::new(0),
+            linger_us: Atomic::new(LINGER_US),
+            exited <- new_spinlock!(
+                Exited {
+                    tgids: [0; EXITED_SLOTS],
+                    len: 0
+                },
+                "ssi::exited"
+            ),
             rx_kicker,
             membership <- membership,
             mappings,
@@ -570,26 +614,35 @@ impl Containers {
         Ok(())
     }
 
-    /// Keeps the access a fault took a little longer (`LINGER_NS`), so
+    /// Keeps the access a fault took a little longer (`linger_us`), so
     /// that the faulting task runs its instruction on the page before a
     /// request that waited for the object takes it away: without it,
     /// nodes contending for a page could take it from each other forever,
     /// none of them getting to use it.  `ssi_rx` releases the access then;
     /// the node's next local access of the object releases it at once.
     fn linger(&self, set: u32, object: u64) {
-        let until = now_ns().saturating_add(LINGER_NS);
+        let linger_ns = u64::from(self.linger_us.load(Relaxed)) * 1000;
+        let until = now_ns().saturating_add(linger_ns);
+        let tgid = crate::zoid_kernel::cred::current_tgid();
         {
             let mut t = self.table.lock();
             if let Some(e) = t.objects.get_mut(&(set, object)) {
                 e.lingering = Some(until);
             }
         }
-        if self
-            .lingering
-            .lock()
-            .push((set, object, until), GFP_KERNEL)
-            .is_err()
-        {
+        let pushed = {
+            let mut l = self.lingering.lock();
+            let linger = Linger {
+                set,
+                object,
+                until,
+                tgid,
+            };
+            let r = l.push(linger, GFP_KERNEL);
+            self.lingers.store(l.len() as u32, Relaxed);
+            r
+        };
+        if pushed.is_err() {
             self.end_linger(set, object, until);
             return;
         }
@@ -617,31 +670,76 @@ impl Containers {
     /// next one is.
     fn end_due_lingers(&self) -> Option<u64> {
         let now = now_ns();
+        let exited = {
+            let mut x = self.exited.lock();
+            let got = x.tgids;
+            let n = core::mem::take(&mut x.len);
+            (got, n)
+        };
+        let gone = |tgid: i32| exited.0[..exited.1].contains(&tgid);
+
         let mut due = KVec::new();
         let mut next = None;
         {
             let mut l = self.lingering.lock();
             let mut i = 0;
             while i < l.len() {
-                let (set, object, until) = l[i];
-                if until <= now {
-                    if due.push((set, object, until), GFP_KERNEL).is_err() {
+                let g = l[i];
+                let at_exit = g.until > now && gone(g.tgid);
+                if g.until <= now || at_exit {
+                    if due.push(g, GFP_KERNEL).is_err() {
                         // Later, then.
                         next = Some(0);
                         break;
                     }
+                    if at_exit {
+                        self.counters.released_at_exit.fetch_add(1, Relaxed);
+                    }
                     let _ = l.remove(i);
                 } else {
-                    let left = until - now;
+                    let left = g.until - now;
                     next = Some(next.map_or(left, |n: u64| n.min(left)));
                     i += 1;
                 }
             }
+            self.lingers.store(l.len() as u32, Relaxed);
         }
-        for (set, object, until) in due {
-            self.end_linger(set, object, until);
+        for g in due {
+            self.end_linger(g.set, g.object, g.until);
         }
         next
+    }
+
+    /// Ends every lingering access now.
+    pub(crate) fn end_all_lingers(&self) {
+        let lingering = {
+            let mut l = self.lingering.lock();
+            self.lingers.store(0, Relaxed);
+            core::mem::take(&mut *l)
+        };
+        for g in lingering {
+            self.end_linger(g.set, g.object, g.until);
+        }
+    }
+
+    /// The exit probe's news (`process_events`): thread group `tgid` is
+    /// gone, so accesses its faults left lingering serve no one; `ssi_rx`
+    /// releases them at once.  Must not sleep.
+    pub(crate) fn process_exited(&self, tgid: i32) {
+        if self.lingers.load(Relaxed) == 0 {
+            return;
+        }
+        {
+            let mut x = self.exited.lock();
+            let n = x.len;
+            if n == EXITED_SLOTS {
+                // Full: the linger timeout releases them.
+                return;
+            }
+            x.tgids[n] = tgid;
+            x.len = n + 1;
+        }
+        self.rx_kicker.kick();
     }
 
     /// Ends the access [`Containers::hold`] got.

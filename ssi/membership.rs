@@ -243,10 +243,7 @@ impl Containers {
     fn freeze(&self, epoch: u32, survivors: KVec<u16>) {
         // Accesses faults left lingering end now (they may still send:
         // the node has not recorded yet).
-        let lingering: KVec<(u32, u64, u64)> = core::mem::take(&mut *self.lingering.lock());
-        for (set, object, until) in lingering {
-            self.end_linger(set, object, until);
-        }
+        self.end_all_lingers();
         let mut t = self.table.lock();
         let p = &mut t.rebuild;
         if epoch <= p.last_epoch || p.epoch.is_some_and(|e| epoch <= e) {

@@ -29,6 +29,14 @@
 //! * `members`, `lost`, `remove_nodes`, `add_nodes`, `heartbeat_ms`,
 //!   `heartbeat_timeout_ms`: membership (`membership.rs`).
 //!
+//! * `process_events`: `on`, `off` or `unavailable`: probes of the
+//!   scheduler's fork/exec/exit tracepoints (`zoid_kernel::procevents`),
+//!   off at load; write `on`/`off`.  While on, forks, execs and exits are
+//!   counted in `stats`, and a process that exits releases the accesses
+//!   its page faults left lingering at once.
+//! * `linger_us`: how long a `/dev/ssi` fault keeps its access (2000 us by
+//!   default; 0 to 10 s).
+//!
 //! `/dev/ssi` maps container objects into processes (`devssi.rs`).
 //!
 //! Linkers are still to come (issue 6).
@@ -37,7 +45,7 @@ use kernel::sync::atomic::{Atomic, Relaxed};
 
 use kernel::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{new_mutex, Arc, Mutex};
 
 mod container;
 mod devssi;
@@ -54,6 +62,7 @@ mod zoid_proto;
 use container::{Containers, CHANNEL};
 use zoid_kernel::hooks::{Hook, HookHandler, Hooks};
 use zoid_kernel::kthread::KThread;
+use zoid_kernel::procevents::{ProcessEvent, ProcessObserver, ProcessProbes};
 use zoid_kernel::sysfs::{parse_u64, Attribute, SysfsDir, SysfsWriter};
 use zoid_kernel::time::U64;
 use zoid_proto::ssi::coherence::Access;
@@ -113,10 +122,46 @@ impl HookHandler for HookCounts {
     }
 }
 
+/// What ssi does with process events (`process_events`): counts them, and
+/// releases what an exited process's faults left lingering.
+struct ProcessWatch {
+    containers: Arc<Containers>,
+}
+
+impl ProcessObserver for ProcessWatch {
+    fn event(&self, event: ProcessEvent) {
+        let c = &self.containers.counters;
+        match event {
+            ProcessEvent::Fork { .. } => {
+                c.forks.fetch_add(1, Relaxed);
+            }
+            ProcessEvent::Exec { .. } => {
+                c.execs.fetch_add(1, Relaxed);
+            }
+            ProcessEvent::Exit {
+                tgid, group_dead, ..
+            } => {
+                c.exits.fetch_add(1, Relaxed);
+                if group_dead {
+                    self.containers.process_exited(tgid);
+                }
+            }
+        }
+    }
+}
+
+/// The process probes, when on; `unavailable` once the kernel said it has
+/// no tracepoints.
+struct ProbesState {
+    probes: Option<ProcessProbes<ProcessWatch>>,
+    unavailable: bool,
+}
+
 /// ssi's state, shared with its sysfs files.
 struct SsiState {
     containers: Arc<Containers>,
     hooks: Hooks<HookCounts>,
+    probes: Pin<KBox<Mutex<ProbesState>>>,
     last_add: LastResult,
     last_read: LastResult,
     /// Set, objects and bytes of the last checkpoint.
@@ -237,6 +282,64 @@ fn store_hooks(s: &SsiState, input: &[u8]) -> Result {
     Ok(())
 }
 
+/// `process_events`: whether fork/exec/exit are observed.
+fn show_process_events(s: &SsiState, w: &mut SysfsWriter<'_>) -> Result {
+    let p = s.probes.lock();
+    let state = match (&p.probes, p.unavailable) {
+        (Some(_), _) => "on",
+        (None, true) => "unavailable",
+        (None, false) => "off",
+    };
+    writeln!(w, "{state}")
+}
+
+/// `process_events`: `on` attaches the probes (`EOPNOTSUPP` on a kernel
+/// without tracepoints), `off` detaches them.
+fn store_process_events(s: &SsiState, input: &[u8]) -> Result {
+    let on = match input.strip_suffix(b"\n").unwrap_or(input) {
+        b"on" | b"1" => true,
+        b"off" | b"0" => false,
+        _ => return Err(EINVAL),
+    };
+    let mut p = s.probes.lock();
+    if !on {
+        // Dropping waits until no probe runs.
+        p.probes = None;
+        return Ok(());
+    }
+    if p.probes.is_some() {
+        return Ok(());
+    }
+    let watch = Arc::new(
+        ProcessWatch {
+            containers: s.containers.clone(),
+        },
+        GFP_KERNEL,
+    )?;
+    match ProcessProbes::start(watch) {
+        Ok(probes) => {
+            p.probes = Some(probes);
+            Ok(())
+        }
+        Err(e) => {
+            if e == EOPNOTSUPP {
+                p.unavailable = true;
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `linger_us`: how long a fault's access lingers (0 to 10 s).
+fn store_linger_us(s: &SsiState, input: &[u8]) -> Result {
+    let us = parse_u64(input)?;
+    if us > 10_000_000 {
+        return Err(EINVAL);
+    }
+    s.containers.linger_us.store(us as u32, Relaxed);
+    Ok(())
+}
+
 /// A knob of milliseconds (at least 10).
 fn store_ms(knob: &Atomic<u32>, input: &[u8]) -> Result {
     let v = parse_u64(input)?;
@@ -264,7 +367,7 @@ fn store_nodes(input: &[u8], each: impl Fn(u16) -> Result) -> Result {
     }
 }
 
-static ATTRS: [Attribute<SsiState>; 14] = [
+static ATTRS: [Attribute<SsiState>; 16] = [
     Attribute::ro(c"version", zoid_kernel::suite::show_version),
     Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
     Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
@@ -304,6 +407,12 @@ static ATTRS: [Attribute<SsiState>; 14] = [
             )
         },
         |s, i| store_ms(&s.containers.membership.heartbeat_timeout_ms, i),
+    ),
+    Attribute::rw(c"process_events", show_process_events, store_process_events),
+    Attribute::rw(
+        c"linger_us",
+        |s, w| writeln!(w, "{}", s.containers.linger_us.load(Relaxed)),
+        store_linger_us,
     ),
 ];
 
@@ -365,10 +474,21 @@ impl kernel::Module for Ssi {
             )?,
         )?;
         let published = containers.clone();
+        let probes = KBox::pin_init(
+            new_mutex!(
+                ProbesState {
+                    probes: None,
+                    unavailable: false,
+                },
+                "ssi::probes"
+            ),
+            GFP_KERNEL,
+        )?;
         let state = Arc::new(
             SsiState {
                 containers,
                 hooks,
+                probes,
                 last_add: LastResult::new(),
                 last_read: LastResult::new(),
                 last_checkpoint: LastResult::new(),

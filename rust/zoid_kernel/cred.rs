@@ -8,6 +8,7 @@ pub(crate) const MAX_GROUPS: usize = 32;
 
 extern "C" {
     fn zk_current_is_admin() -> bool;
+    fn zk_current_tgid() -> i32;
     fn zk_current_creds(
         tgid: *mut u32,
         uid: *mut u32,
@@ -65,6 +66,13 @@ impl Creds {
     pub(crate) fn groups(&self) -> &[u32] {
         &self.groups[..self.ngroups]
     }
+}
+
+/// The calling task's thread group (process) id, in the initial pid
+/// namespace.
+pub(crate) fn current_tgid() -> i32 {
+    // SAFETY: no preconditions; reads the current task.
+    unsafe { zk_current_tgid() }
 }
 
 /// Whether the calling task holds `CAP_SYS_ADMIN` (for operations that

@@ -25,6 +25,7 @@ pub(crate) mod hooks;
 pub(crate) mod kthread;
 pub(crate) mod msgbuf;
 pub(crate) mod netlink;
+pub(crate) mod procevents;
 pub(crate) mod stats;
 pub(crate) mod suite;
 pub(crate) mod sysfs;

@@ -16,6 +16,11 @@
 
 #include "zoid_kernel_shim.h"
 
+s32 zk_current_tgid(void)
+{
+	return task_tgid_nr(current);
+}
+
 void zk_current_creds(u32 *tgid, u32 *uid, u32 *gid, u32 *groups,
 		      u32 max_groups, u32 *ngroups)
 {

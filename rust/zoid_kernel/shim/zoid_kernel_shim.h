@@ -13,6 +13,7 @@ struct zk_thread;
 struct zk_netlink;
 
 bool zk_current_is_admin(void);
+s32 zk_current_tgid(void);
 void zk_current_creds(u32 *tgid, u32 *uid, u32 *gid, u32 *groups,
 		      u32 max_groups, u32 *ngroups);
 
@@ -142,5 +143,13 @@ unsigned long zk_vmf_pgoff(struct vm_fault *vmf);
 bool zk_vmf_is_write(struct vm_fault *vmf);
 unsigned int zk_vmf_map(struct vm_fault *vmf, void *addr, bool writable);
 unsigned int zk_vm_fault_error(int err);
+
+/* procevents.c: fork/exec/exit through the scheduler's tracepoints. */
+enum zk_proc_event { ZK_PROC_FORK = 0, ZK_PROC_EXEC = 1, ZK_PROC_EXIT = 2 };
+struct zk_proc_probes;
+/* What a probe passes on: kind (enum zk_proc_event), pid, tgid, other. */
+typedef void (*zk_proc_fn)(void *ctx, u32 kind, s32 pid, s32 tgid, s32 other);
+struct zk_proc_probes *zk_proc_probes_start(zk_proc_fn fn, void *ctx, int *err);
+void zk_proc_probes_stop(struct zk_proc_probes *p);
 
 #endif
