@@ -38,7 +38,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 use crate::container::{Containers, Outbox, Pending, Table, CHANNEL};
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
-use crate::zoid_kernel::sysfs::SysfsWriter;
+use crate::zoid_kernel::sysfs::{ChangeNotifier, SysfsWriter};
 use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, U64};
 use crate::zoid_proto::ssi::coherence::{Access, Action, Msg, MsgKind};
 use crate::zoid_proto::ssi::control::{
@@ -158,6 +158,10 @@ pub(crate) struct MembershipState {
     pub(crate) heartbeat_ms: Atomic<u32>,
     pub(crate) heartbeat_timeout_ms: Atomic<u32>,
     kicker: Kicker,
+    /// Tells user space of changes (`members` pollers, uevents of
+    /// `/dev/ssi`); set once sysfs and the device exist.
+    #[pin]
+    notifier: Mutex<Option<ChangeNotifier>>,
 }
 
 impl MembershipState {
@@ -168,6 +172,7 @@ impl MembershipState {
             heartbeat_ms: Atomic::new(1000),
             heartbeat_timeout_ms: Atomic::new(5000),
             kicker,
+            notifier <- new_mutex!(None, "ssi::notifier"),
         }? Error))
     }
 }
@@ -473,6 +478,28 @@ impl Containers {
         self.counters.rebuilds.fetch_add(1, Relaxed);
         self.changed.notify_all();
         self.send_all(out);
+        self.tell_user_space(c"lost", "SSI_EPOCH", u64::from(epoch));
+    }
+
+    /// Sets (or, at unload, clears) what tells user space of changes.
+    pub(crate) fn set_change_notifier(&self, n: Option<ChangeNotifier>) {
+        *self.membership.notifier.lock() = n;
+    }
+
+    /// Membership changed: pollers of `attr` wake up, and `/dev/ssi`
+    /// sends a `change` uevent with `key=value`.
+    pub(crate) fn tell_user_space(&self, attr: &CStr, key: &str, value: u64) {
+        let mut buf = [0u8; 48];
+        let mut w = SysfsWriter::new(&mut buf);
+        if write!(w, "{key}={}\0", U64(value)).is_err() {
+            return;
+        }
+        let Ok(env) = CStr::from_bytes_with_nul(w.as_bytes()) else {
+            return;
+        };
+        if let Some(n) = self.membership.notifier.lock().as_ref() {
+            n.changed(attr, env);
+        }
     }
 
     /// A heartbeat, at the coordinator.
@@ -480,6 +507,7 @@ impl Containers {
         self.counters.heartbeats.fetch_add(1, Relaxed);
         let mut c = self.membership.coord.lock();
         let now = now_ns();
+        let mut changed = None;
         if let Some(m) = c.members.iter_mut().find(|m| m.node == src) {
             if m.left {
                 // Removed: ignored until `add_nodes`.
@@ -509,10 +537,14 @@ impl Containers {
                 c.join_pending = true;
             } else {
                 c.generation += 1;
+                changed = Some(c.generation);
             }
         }
         let kick = c.join_pending;
         drop(c);
+        if let Some(g) = changed {
+            self.tell_user_space(c"members", "SSI_GENERATION", g);
+        }
         if kick {
             self.membership.kicker.kick();
         }
@@ -899,9 +931,11 @@ impl Membership {
         }
         co.rebuilt = true;
         co.generation += 1;
+        let generation = co.generation;
         co.rejoining.retain(|n| !survivors.contains(n));
         co.reports.clear();
         drop(co);
+        c.tell_user_space(c"members", "SSI_GENERATION", generation);
         let mut resume = header(Kind::Resume, epoch, count)?;
         resume.extend_from_slice(&entries, GFP_KERNEL)?;
         for &n in survivors.iter().filter(|&&n| n != me) {

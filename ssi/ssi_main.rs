@@ -27,7 +27,9 @@
 //!   (or `+all`, `-all`) to turn them on or off.  All off at load.
 //!
 //! * `members`, `lost`, `remove_nodes`, `add_nodes`, `heartbeat_ms`,
-//!   `heartbeat_timeout_ms`: membership (`membership.rs`).
+//!   `heartbeat_timeout_ms`: membership (`membership.rs`).  Changes wake
+//!   pollers of `members` and `lost`, and `/dev/ssi` sends a `change`
+//!   uevent (`SSI_GENERATION=`, `SSI_EPOCH=`).
 //!
 //! * `process_events`: `on`, `off` or `unavailable`: probes of the
 //!   scheduler's fork/exec/exit tracepoints (`zoid_kernel::procevents`),
@@ -503,6 +505,9 @@ impl kernel::Module for Ssi {
             GFP_KERNEL,
         )
         .inspect_err(|_| devssi::publish(None))?;
+        sysfs.context().containers.set_change_notifier(Some(
+            zoid_kernel::sysfs::ChangeNotifier::new(&sysfs, Some(&*misc)),
+        ));
         pr_info!("ssi {SUITE_VERSION} loaded (treenet {treenet})\n");
         Ok(Self {
             _misc: misc,
@@ -516,6 +521,8 @@ impl kernel::Module for Ssi {
 
 impl Drop for Ssi {
     fn drop(&mut self) {
+        // Before the device and the directory go.
+        self._sysfs.context().containers.set_change_notifier(None);
         devssi::publish(None);
         pr_info!("ssi unloaded\n");
     }

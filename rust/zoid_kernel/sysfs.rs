@@ -220,6 +220,86 @@ impl<T: Send + Sync + 'static> Drop for SysfsDir<T> {
     }
 }
 
+/// Tells user space that something a [`SysfsDir`] shows changed: wakes
+/// the `poll()`ers of one of its files (`sysfs_notify`) and, when given a
+/// device, sends a `change` uevent from it (a `/sys/kernel` directory is
+/// in no kset, so it cannot send uevents itself).  Holds references on
+/// both kobjects.
+pub(crate) struct ChangeNotifier {
+    dir: NonNull<bindings::kobject>,
+    device: Option<NonNull<bindings::kobject>>,
+}
+
+// SAFETY: the kobjects are reference counted, and `sysfs_notify` and
+// `kobject_uevent_env` may be called from any thread that may sleep.
+unsafe impl Send for ChangeNotifier {}
+// SAFETY: see `Send`; `ChangeNotifier` has no interior mutability.
+unsafe impl Sync for ChangeNotifier {}
+
+impl ChangeNotifier {
+    /// A notifier for `dir`'s files and, optionally, the uevents of the
+    /// registered misc device `device`.
+    pub(crate) fn new<T: Send + Sync + 'static, M: kernel::miscdevice::MiscDevice>(
+        dir: &SysfsDir<T>,
+        device: Option<&kernel::miscdevice::MiscDeviceRegistration<M>>,
+    ) -> Self {
+        // SAFETY: `dir.kobj` is live while `dir` is; the reference taken
+        // here is dropped in `drop`.
+        unsafe { bindings::kobject_get(dir.kobj.as_ptr()) };
+        let device = device.and_then(|d| {
+            // SAFETY: `d` is registered, so its `this_device` is a live
+            // device (or NULL); the reference taken on its kobject here is
+            // dropped in `drop`.
+            unsafe {
+                let dev = (*d.as_raw()).this_device;
+                if dev.is_null() {
+                    return None;
+                }
+                let kobj = &raw mut (*dev).kobj;
+                bindings::kobject_get(kobj);
+                NonNull::new(kobj)
+            }
+        });
+        Self {
+            dir: dir.kobj,
+            device,
+        }
+    }
+
+    /// File `attr` of the directory changed: wake its pollers, and send a
+    /// `change` uevent carrying `env` (`KEY=value`) from the device.
+    pub(crate) fn changed(&self, attr: &CStr, env: &CStr) {
+        // SAFETY: `dir` is live (we hold a reference); `attr` is a valid C
+        // string; a file that is not there is ignored.
+        unsafe { bindings::sysfs_notify(self.dir.as_ptr(), core::ptr::null(), attr.as_char_ptr()) };
+        if let Some(dev) = self.device {
+            let mut envp = [env.as_char_ptr().cast_mut(), core::ptr::null_mut()];
+            // SAFETY: `dev` is live (we hold a reference); `envp` is a
+            // NULL-terminated array of valid C strings, copied by the
+            // uevent core.  A failure (no memory, no listener) only loses
+            // the event: pollers still see the file change.
+            let _ = unsafe {
+                bindings::kobject_uevent_env(
+                    dev.as_ptr(),
+                    bindings::kobject_action_KOBJ_CHANGE,
+                    envp.as_mut_ptr(),
+                )
+            };
+        }
+    }
+}
+
+impl Drop for ChangeNotifier {
+    fn drop(&mut self) {
+        if let Some(dev) = self.device {
+            // SAFETY: drops the reference taken in `new`.
+            unsafe { bindings::kobject_put(dev.as_ptr()) };
+        }
+        // SAFETY: drops the reference taken in `new`.
+        unsafe { bindings::kobject_put(self.dir.as_ptr()) };
+    }
+}
+
 /// # Safety
 ///
 /// `attr` must be the `kattr` field of a live `RawAttribute<T>` and `buf` a

@@ -5,6 +5,8 @@
 # comes back (insmod), joins through another rebuild, and learns the loss.
 # Then the ION removes CN 1 gracefully: what it owned alone is handed over
 # first, nothing is lost; added back, it reads it again.
+# Every membership change is announced: /dev/ssi sends a `change` uevent
+# (SSI_GENERATION on the ION, SSI_EPOCH on the CNs after a rebuild).
 . /zoid/tests/treenet-lib.sh
 S=/sys/kernel/ssi
 fail() { echo "$*"; echo "--- members"; cat $S/members; echo "--- lost"; cat $S/lost
@@ -31,6 +33,15 @@ wait_lost() { wait_for "^30 2$" $S/lost "object 30 2 not reported lost"; }
 
 echo 200 > $S/heartbeat_ms
 echo 2000 > $S/heartbeat_timeout_ms
+EV=/tmp/ssi-uevents
+rm -f $EV
+if [ "$ZOID_NODE_ID" != 1 ]; then
+  # shellcheck disable=SC2016
+  busybox uevent sh -c '[ "$DEVNAME" = ssi ] && echo "$ACTION ${SSI_GENERATION:-e$SSI_EPOCH}" >> '$EV \
+    > /dev/null 2>&1 < /dev/null &
+  listener=$!
+  trap 'st=$?; kill $listener 2> /dev/null; exit $st' EXIT
+fi
 barrier 750
 # Object 1: CN 1 writes, the ION reads (a copy survives CN 1).  Object 2:
 # CN 1 only (dies with it).  Object 3: the ION writes, CN 1 reads.
@@ -100,6 +111,19 @@ if [ "$ZOID_NODE_ID" = 1 ]; then
     sleep 0.1
   done
   read_is 4 44
+fi
+if [ "$ZOID_NODE_ID" != 1 ]; then
+  echo "--- uevents: $(tr '\n' ' ' < $EV)"
+  if [ "$ZOID_ROLE" = ion ]; then
+    # The death, the rejoin, the removal and the return: generations.
+    g=$(awk '$1 == "change" && $2 !~ /^e/' $EV | wc -l)
+    [ "$g" -ge 4 ] || fail "$g membership uevents on the ION, want 4 or more"
+    last=$(sed -n 's/^generation \([0-9]*\) .*/\1/p' $S/members)
+    grep -q "^change $last$" $EV || fail "no uevent for generation $last"
+  else
+    g=$(grep -c "^change e" $EV)
+    [ "$g" -ge 2 ] || fail "$g rebuild uevents on CN $ZOID_NODE_ID, want 2 or more"
+  fi
 fi
 nonzero "ssi stats" $S/stats
 echo 1000 > $S/heartbeat_ms
