@@ -48,6 +48,9 @@ use crate::zoid_proto::ssi::coherence::{
 };
 use crate::zoid_proto::ssi::wire::{Header, HEADER_LEN};
 
+use crate::linker::{valid_object_size, FileLinker, IoLinker, MemoryLinker, SetDef};
+use kernel::sync::Arc;
+
 /// The treenet channel ssi speaks on.
 pub(crate) const CHANNEL: u16 = 6;
 
@@ -57,21 +60,31 @@ pub(crate) const OBJECT_SIZE: usize = 4096;
 // Contents live in a page (so that `/dev/ssi` can map them).
 const _: () = assert!(PAGE_SIZE >= OBJECT_SIZE);
 
-/// An object's contents, in a page of their own.
-pub(crate) struct Contents(pub(crate) KernelPage);
+/// An object's contents (`len` bytes, the set's object size), in a page
+/// of their own.
+pub(crate) struct Contents {
+    pub(crate) page: KernelPage,
+    len: usize,
+}
 
 impl Contents {
-    /// Zero-filled contents.
-    fn new() -> Result<Self> {
-        Ok(Self(KernelPage::new()?))
+    /// Zero-filled contents of `len` bytes (at most a page).
+    fn new(len: usize) -> Result<Self> {
+        if len > PAGE_SIZE {
+            return Err(EINVAL);
+        }
+        Ok(Self {
+            page: KernelPage::new()?,
+            len,
+        })
     }
 
     fn bytes(&self) -> &[u8] {
-        &self.0[..OBJECT_SIZE]
+        &self.page[..self.len]
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.0[..OBJECT_SIZE]
+        &mut self.page[..self.len]
     }
 }
 
@@ -206,6 +219,8 @@ counters! {
         execs: "Programs started on this node (while process_events is on).",
         exits: "Tasks that exited on this node (while process_events is on).",
         released_at_exit: "Lingering fault accesses released because their process exited.",
+        linker_errors: "First touches or flushes a set's I/O linker failed (the access fails).",
+        flushes: "Objects written back to their set's store by flush.",
     }
 }
 
@@ -253,6 +268,12 @@ pub(crate) struct Containers {
     /// Heartbeats, the coordinator and its knobs (`membership.rs`).
     #[pin]
     pub(crate) membership: crate::membership::MembershipState,
+    /// Defined sets (`sets`; undefined ones are memory sets of 4 KiB
+    /// objects).
+    #[pin]
+    sets: Mutex<RBTree<u32, SetDef>>,
+    /// The linker of undefined sets.
+    memory: Arc<dyn IoLinker>,
     /// Where `/dev/ssi` maps objects: page offset = object id, whatever
     /// the set (zapping an object zaps that id in every set: an extra
     /// fault at worst).
@@ -266,6 +287,7 @@ impl Containers {
         let rx_kicker = Kicker::new()?;
         let mappings = MappingSpace::new()?;
         let membership = crate::membership::MembershipState::new()?;
+        let memory: Arc<dyn IoLinker> = Arc::new(MemoryLinker, GFP_KERNEL)?;
         Ok(try_pin_init!(Self {
             counters: Counters::new(),
             table <- new_mutex!(Table::default(), "ssi::table"),
@@ -284,6 +306,8 @@ impl Containers {
             ),
             rx_kicker,
             membership <- membership,
+            sets <- new_mutex!(RBTree::new(), "ssi::sets"),
+            memory,
             mappings,
         }? Error))
     }
@@ -324,6 +348,7 @@ impl Containers {
         if actions.iter().any(takes_mapping_away) {
             self.unmap(object);
         }
+        let (size, linker) = self.set_info(set);
         for a in actions {
             match *a {
                 Action::Send { to, msg } => {
@@ -331,27 +356,37 @@ impl Containers {
                         self.counters.send_failed.fetch_add(1, Relaxed);
                         continue;
                     };
-                    let contents: &[u8] = if msg.kind.carries_contents() {
-                        entry.contents.as_ref().map_or(&[][..], Contents::bytes)
-                    } else {
-                        &[]
-                    };
+                    let mut bytes = KVec::with_capacity(HEADER_LEN + size, GFP_KERNEL)?;
+                    bytes.extend_from_slice(&[0u8; HEADER_LEN], GFP_KERNEL)?;
+                    if msg.kind.carries_contents() {
+                        if let Some(c) = entry.contents.as_ref() {
+                            linker.export(c.bytes(), &mut bytes)?;
+                        }
+                    }
                     let h = Header {
                         set,
                         object,
                         msg,
-                        contents_len: contents.len() as u32,
+                        contents_len: (bytes.len() - HEADER_LEN) as u32,
                     };
-                    let mut bytes = KVec::with_capacity(HEADER_LEN + contents.len(), GFP_KERNEL)?;
-                    bytes.extend_from_slice(&h.encode(), GFP_KERNEL)?;
-                    bytes.extend_from_slice(contents, GFP_KERNEL)?;
+                    bytes[..HEADER_LEN].copy_from_slice(&h.encode());
                     out.push((to, bytes), GFP_KERNEL)?;
                 }
-                Action::Install => entry.contents = carried.take(),
-                Action::DropContents => entry.contents = None,
+                Action::Install => {
+                    entry.contents = carried.take();
+                    linker.insert(object);
+                }
+                Action::DropContents => {
+                    entry.contents = None;
+                    linker.invalidate(object);
+                }
                 Action::FirstTouch => {
                     self.counters.first_touches.fetch_add(1, Relaxed);
-                    entry.contents = Some(Contents::new()?);
+                    let mut c = Contents::new(size)?;
+                    linker.first_touch(object, c.bytes_mut()).inspect_err(|_| {
+                        self.counters.linker_errors.fetch_add(1, Relaxed);
+                    })?;
+                    entry.contents = Some(c);
                 }
                 Action::Granted(_) => {
                     entry.asked = None;
@@ -360,6 +395,116 @@ impl Containers {
             }
         }
         Ok(granted)
+    }
+
+    /// Set `set`'s object size and I/O linker (undefined sets: 4 KiB of
+    /// memory).
+    pub(crate) fn set_info(&self, set: u32) -> (usize, Arc<dyn IoLinker>) {
+        match self.sets.lock().get(&set) {
+            Some(d) => (d.size, d.linker.clone()),
+            None => (OBJECT_SIZE, self.memory.clone()),
+        }
+    }
+
+    /// The object size and linker for a message of set `set` carrying
+    /// `len` bytes of contents: definitions live on the ION, so a CN takes
+    /// an undefined set's size from the contents (a power of two from 64
+    /// bytes to a page; `None` otherwise).
+    fn set_info_of_message(&self, set: u32, len: usize) -> Option<(usize, Arc<dyn IoLinker>)> {
+        if let Some(d) = self.sets.lock().get(&set) {
+            return Some((d.size, d.linker.clone()));
+        }
+        if len == 0 {
+            return Some((OBJECT_SIZE, self.memory.clone()));
+        }
+        valid_object_size(len as u64, PAGE_SIZE).then(|| (len, self.memory.clone()))
+    }
+
+    /// `sets`: defines set `set` on the ION (the home of every object, so
+    /// the only node that creates objects): its name, object size and
+    /// linker, `file` with `path` or `memory`.  `EINVAL` elsewhere or for
+    /// a bad size, name or linker; `EEXIST` if the id or the name is
+    /// taken; `EBUSY` if objects of the set exist already.
+    pub(crate) fn define_set(
+        &self,
+        set: u32,
+        name: &[u8],
+        size: u64,
+        linker: &[u8],
+        path: Option<&[u8]>,
+    ) -> Result {
+        if treenet::node_id()? != treenet::ion()? {
+            return Err(EINVAL);
+        }
+        if !valid_object_size(size, PAGE_SIZE) || !crate::linker::valid_set_name(name) {
+            return Err(EINVAL);
+        }
+        let linker: Arc<dyn IoLinker> = match (linker, path) {
+            (b"memory", None) => self.memory.clone(),
+            (b"file", Some(p)) => Arc::new(FileLinker::open(p)?, GFP_KERNEL)?,
+            _ => return Err(EINVAL),
+        };
+        let mut n = KVec::with_capacity(name.len(), GFP_KERNEL)?;
+        n.extend_from_slice(name, GFP_KERNEL)?;
+        let t = self.table.lock();
+        let mut sets = self.sets.lock();
+        if sets.get(&set).is_some() || sets.values().any(|d| &d.name[..] == name) {
+            return Err(EEXIST);
+        }
+        if t.objects.keys().any(|&(s, _)| s == set) {
+            return Err(EBUSY);
+        }
+        let def = SetDef {
+            name: n,
+            size: size as usize,
+            linker,
+        };
+        sets.try_create_and_insert(set, def, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// `sets`: one line per defined set: id, name, object size, linker
+    /// (and its file).
+    pub(crate) fn show_sets(&self, w: &mut SysfsWriter<'_>) -> Result {
+        let sets = self.sets.lock();
+        for (id, d) in sets.iter() {
+            write!(w, "{id} ")?;
+            w.write_bytes(&d.name)?;
+            write!(w, " {} {}", d.size, d.linker.kind())?;
+            d.linker.describe(w)?;
+            writeln!(w)?;
+        }
+        Ok(())
+    }
+
+    /// `flush` (on the ION): writes every object of set `set` back to its
+    /// linker's store, each under a read access (a coherent value: the
+    /// owner's latest write).  Returns the objects written.
+    pub(crate) fn flush(&self, set: u32) -> Result<u64> {
+        if treenet::node_id()? != treenet::ion()? {
+            return Err(EINVAL);
+        }
+        let (_, linker) = self.set_info(set);
+        let ids: KVec<u64> = {
+            let t = self.table.lock();
+            let mut ids = KVec::new();
+            for &(s, o) in t.objects.keys() {
+                if s == set {
+                    ids.push(o, GFP_KERNEL)?;
+                }
+            }
+            ids
+        };
+        let mut done = 0;
+        for &id in ids.iter() {
+            self.access(set, id, Access::Read, |c| linker.flush(id, c))?
+                .inspect_err(|_| {
+                    self.counters.linker_errors.fetch_add(1, Relaxed);
+                })?;
+            done += 1;
+            self.counters.flushes.fetch_add(1, Relaxed);
+        }
+        Ok(done)
     }
 
     pub(crate) fn send_all(&self, out: Outbox) {
@@ -591,11 +736,15 @@ impl Containers {
             let t = self.table.lock();
             let e = t.objects.get(&(set, object)).ok_or(EIO)?;
             let c = e.contents.as_ref().ok_or(EIO)?;
+            if c.len != PAGE_SIZE {
+                // Objects smaller than a page cannot be mapped.
+                return Err(EINVAL);
+            }
             // SAFETY: the page is not freed or replaced while mapped:
             // `apply` zaps the object before it installs or drops contents
             // (and before the contents or the right to write leave), and
             // entries go only with the module, when no file is open.
-            Ok(unsafe { fault.map(&c.0, access == Access::Write) })
+            Ok(unsafe { fault.map(&c.page, access == Access::Write) })
         })();
         match r {
             Ok(_) => self.linger(set, object),
@@ -788,14 +937,15 @@ impl Containers {
             }
             let mut pos = 0i64;
             file.write_all(&checkpoint::encode_file_header(1), &mut pos)?;
+            let size = self.set_info(set).0;
             let h = SetHeader {
                 set,
-                object_size: OBJECT_SIZE as u32,
+                object_size: size as u32,
                 objects: ids.len() as u64,
             };
             file.write_all(&h.encode(), &mut pos)?;
-            let mut buf = KVec::with_capacity(OBJECT_SIZE, GFP_KERNEL)?;
-            buf.resize(OBJECT_SIZE, 0, GFP_KERNEL)?;
+            let mut buf = KVec::with_capacity(size, GFP_KERNEL)?;
+            buf.resize(size, 0, GFP_KERNEL)?;
             for &id in ids.iter() {
                 self.with_held(set, id, |c| buf.copy_from_slice(c))?;
                 file.write_all(&checkpoint::encode_record_header(id, &buf), &mut pos)?;
@@ -839,7 +989,8 @@ impl Containers {
                 })?;
                 match piece {
                     Piece::Set(h) => {
-                        if h.object_size as usize != OBJECT_SIZE {
+                        if h.object_size as usize != self.set_info(h.set).0 {
+                            // Defined with another object size here.
                             return Err(EINVAL);
                         }
                         sets += 1;
@@ -962,12 +1113,17 @@ impl Containers {
         let mut head = [0u8; HEADER_LEN];
         msg.read_at(0, &mut head).ok()?;
         let h = Header::decode(&head, msg.len()).ok()?;
-        if h.msg.kind.carries_contents() && h.contents_len as usize != OBJECT_SIZE {
+        let len = h.contents_len as usize;
+        let (size, linker) = self.set_info_of_message(h.set, len)?;
+        if h.msg.kind.carries_contents() != (len > 0) || (len > 0 && len != size) {
             return None;
         }
-        let carried = if h.contents_len > 0 {
-            let mut c = Contents::new().ok()?;
-            msg.read_at(HEADER_LEN, c.bytes_mut()).ok()?;
+        let carried = if len > 0 {
+            let mut bytes = KVec::with_capacity(len, GFP_KERNEL).ok()?;
+            bytes.resize(len, 0, GFP_KERNEL).ok()?;
+            msg.read_at(HEADER_LEN, &mut bytes).ok()?;
+            let mut c = Contents::new(size).ok()?;
+            linker.import(&bytes, c.bytes_mut()).ok()?;
             Some(c)
         } else {
             None

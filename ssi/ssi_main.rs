@@ -2,8 +2,8 @@
 
 //! ssi: Kerrighed-style single-system-image containers for zoid nodes.
 //!
-//! Containers are cluster-wide objects (4 KiB each, identified by set and
-//! object id) kept sequentially consistent by a write-invalidate protocol
+//! Containers are cluster-wide objects (4 KiB each unless their set says
+//! otherwise, identified by set and object id) kept sequentially consistent by a write-invalidate protocol
 //! over treenet (`container.rs`; the protocol itself is
 //! `zoid_proto::ssi::coherence`, checked on the host).  Every object's
 //! home is the pset's ION, which creates it (zero-filled) at first touch.
@@ -39,9 +39,15 @@
 //! * `linger_us`: how long a `/dev/ssi` fault keeps its access (2000 us by
 //!   default; 0 to 10 s).
 //!
-//! `/dev/ssi` maps container objects into processes (`devssi.rs`).
+//! * `sets` (on the ION): write `define ID NAME SIZE memory` or `define ID
+//!   NAME SIZE file /PATH` to define a set before its first use: object
+//!   size (a power of two, 64 bytes to a page) and I/O linker
+//!   (`linker.rs`); read one line per set.  Undefined sets are 4 KiB
+//!   memory sets.
+//! * `flush` (on the ION): write `SET` to write the set's objects back to
+//!   its store; read back `SET OBJECTS`.
 //!
-//! Linkers are still to come (issue 6).
+//! `/dev/ssi` maps container objects into processes (`devssi.rs`).
 
 use kernel::sync::atomic::{Atomic, Relaxed};
 
@@ -51,6 +57,7 @@ use kernel::sync::{new_mutex, Arc, Mutex};
 
 mod container;
 mod devssi;
+mod linker;
 mod membership;
 
 #[path = "../drivers/treenet/abi.rs"]
@@ -170,6 +177,8 @@ struct SsiState {
     last_checkpoint: LastResult,
     /// Sets and objects of the last restore.
     last_restore: LastResult,
+    /// Set and objects of the last flush.
+    last_flush: LastResult,
 }
 
 /// Parses `N` whitespace-separated numbers.
@@ -332,6 +341,38 @@ fn store_process_events(s: &SsiState, input: &[u8]) -> Result {
     }
 }
 
+/// `sets`: `define ID NAME SIZE memory` or `define ID NAME SIZE file
+/// /PATH` (on the ION).
+fn store_sets(s: &SsiState, input: &[u8]) -> Result {
+    let text = core::str::from_utf8(input).map_err(|_| EINVAL)?;
+    let mut words = text.split_ascii_whitespace();
+    if words.next() != Some("define") {
+        return Err(EINVAL);
+    }
+    let set =
+        u32::try_from(parse_u64(words.next().ok_or(EINVAL)?.as_bytes())?).map_err(|_| EINVAL)?;
+    let name = words.next().ok_or(EINVAL)?.as_bytes();
+    let size = parse_u64(words.next().ok_or(EINVAL)?.as_bytes())?;
+    let linker = words.next().ok_or(EINVAL)?.as_bytes();
+    let path = match words.next() {
+        Some(p) => Some(parse_path(p.as_bytes())?),
+        None => None,
+    };
+    if words.next().is_some() {
+        return Err(EINVAL);
+    }
+    s.containers.define_set(set, name, size, linker, path)
+}
+
+/// `flush`: `SET` writes the set's objects back to its store (on the ION).
+fn store_flush(s: &SsiState, input: &[u8]) -> Result {
+    let [set] = parse_numbers::<1>(input)?;
+    let set = u32::try_from(set).map_err(|_| EINVAL)?;
+    let objects = s.containers.flush(set)?;
+    s.last_flush.record(set, objects, 0);
+    Ok(())
+}
+
 /// `linger_us`: how long a fault's access lingers (0 to 10 s).
 fn store_linger_us(s: &SsiState, input: &[u8]) -> Result {
     let us = parse_u64(input)?;
@@ -369,7 +410,7 @@ fn store_nodes(input: &[u8], each: impl Fn(u16) -> Result) -> Result {
     }
 }
 
-static ATTRS: [Attribute<SsiState>; 16] = [
+static ATTRS: [Attribute<SsiState>; 18] = [
     Attribute::ro(c"version", zoid_kernel::suite::show_version),
     Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
     Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
@@ -409,6 +450,19 @@ static ATTRS: [Attribute<SsiState>; 16] = [
             )
         },
         |s, i| store_ms(&s.containers.membership.heartbeat_timeout_ms, i),
+    ),
+    Attribute::rw(c"sets", |s, w| s.containers.show_sets(w), store_sets),
+    Attribute::rw(
+        c"flush",
+        |s, w| {
+            writeln!(
+                w,
+                "{} {}",
+                U64(s.last_flush.set.load(Relaxed)),
+                U64(s.last_flush.object.load(Relaxed))
+            )
+        },
+        store_flush,
     ),
     Attribute::rw(c"process_events", show_process_events, store_process_events),
     Attribute::rw(
@@ -495,6 +549,7 @@ impl kernel::Module for Ssi {
                 last_read: LastResult::new(),
                 last_checkpoint: LastResult::new(),
                 last_restore: LastResult::new(),
+                last_flush: LastResult::new(),
             },
             GFP_KERNEL,
         )?;

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Linkers: what a set's objects are tied to, in Kerrighed's terms.
+//!
+//! An **I/O linker** ([`IoLinker`]) is the set's backing store, called by
+//! the containers at fixed points of an object's life:
+//!
+//! * `first_touch`: the home creates the object (the ION; contents start
+//!   zeroed) and fills it from the store;
+//! * `insert` / `invalidate`: a copy arrives on this node / leaves it;
+//! * `flush`: the object's current contents go back to the store (the
+//!   `flush` command, under a read access, so they are one coherent
+//!   state);
+//! * `export` / `import`: the object leaves this node in a message / comes
+//!   in from one (identity for both linkers here; the place for a linker
+//!   whose objects have a different form on the wire).
+//!
+//! Two linkers exist: [`MemoryLinker`] (objects are plain memory, zero at
+//! first touch, nothing to write back: what `/dev/ssi` maps) and
+//! [`FileLinker`] (object `n` is bytes `n * size ..` of a file on the
+//! ION, read at first touch and written back by `flush`).
+//!
+//! **Interface linkers** expose a container: `/dev/ssi` (`devssi.rs`,
+//! objects as shared memory) and the sysfs accessors (`add`, `read`).
+
+use kernel::bindings;
+use kernel::prelude::*;
+
+use crate::zoid_kernel::sysfs::SysfsWriter;
+use crate::zoid_kernel::vfs::{CPath, Export, File};
+
+/// What a set's objects are tied to.  Called with the containers' table
+/// locked (except `flush`): a linker must not access containers itself.
+pub(crate) trait IoLinker: Send + Sync {
+    /// The linker's name (`sets` shows it; `define` takes it).
+    fn kind(&self) -> &'static str;
+
+    /// Writes what `sets` shows after the kind (nothing by default).
+    fn describe(&self, _w: &mut SysfsWriter<'_>) -> Result {
+        Ok(())
+    }
+
+    /// The home creates object `object`: fill `contents` (zeroed).
+    fn first_touch(&self, object: u64, contents: &mut [u8]) -> Result;
+
+    /// A copy of `object` arrived on this node.
+    fn insert(&self, _object: u64) {}
+
+    /// This node's copy of `object` went away.
+    fn invalidate(&self, _object: u64) {}
+
+    /// Writes `object`'s contents back to the store.
+    fn flush(&self, _object: u64, _contents: &[u8]) -> Result {
+        Ok(())
+    }
+
+    /// The bytes that carry `contents` to another node.
+    fn export(&self, contents: &[u8], out: &mut KVec<u8>) -> Result {
+        out.extend_from_slice(contents, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Contents from the bytes another node's `export` made (`EMSGSIZE`
+    /// if they do not fit).
+    fn import(&self, bytes: &[u8], contents: &mut [u8]) -> Result {
+        if bytes.len() != contents.len() {
+            return Err(EMSGSIZE);
+        }
+        contents.copy_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// Objects are memory: zero at first touch, nothing to write back.
+pub(crate) struct MemoryLinker;
+
+impl IoLinker for MemoryLinker {
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
+    fn first_touch(&self, _object: u64, _contents: &mut [u8]) -> Result {
+        Ok(())
+    }
+}
+
+/// Object `n` of the set is bytes `n * size .. (n + 1) * size` of a file
+/// on the ION (past its end: zeros).  The file is opened (created if
+/// needed) when the set is defined and stays open while the set exists.
+pub(crate) struct FileLinker {
+    path: KVec<u8>,
+    file: File,
+}
+
+impl FileLinker {
+    /// Opens (or creates, mode 0600) the absolute `path`.
+    pub(crate) fn open(path: &[u8]) -> Result<Self> {
+        let file = Export::open(c"/")?.open_file(
+            &CPath::new(path)?,
+            bindings::O_RDWR | bindings::O_CREAT,
+            0o600,
+        )?;
+        let mut p = KVec::with_capacity(path.len(), GFP_KERNEL)?;
+        p.extend_from_slice(path, GFP_KERNEL)?;
+        Ok(Self { path: p, file })
+    }
+
+    /// Where object `object` of `len` bytes starts in the file (`EFBIG`
+    /// past what a file offset can say).
+    fn offset(object: u64, len: usize) -> Result<i64> {
+        object
+            .checked_mul(len as u64)
+            .and_then(|o| i64::try_from(o).ok())
+            .ok_or(EFBIG)
+    }
+}
+
+impl IoLinker for FileLinker {
+    fn kind(&self) -> &'static str {
+        "file"
+    }
+
+    fn describe(&self, w: &mut SysfsWriter<'_>) -> Result {
+        w.write_bytes(b" ")?;
+        w.write_bytes(&self.path)
+    }
+
+    fn first_touch(&self, object: u64, contents: &mut [u8]) -> Result {
+        let mut pos = Self::offset(object, contents.len())?;
+        let mut done = 0;
+        while done < contents.len() {
+            let n = self.file.read(&mut contents[done..], Some(&mut pos))?;
+            if n == 0 {
+                // Past the end of the file: the rest stays zero.
+                break;
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn flush(&self, object: u64, contents: &[u8]) -> Result {
+        let mut pos = Self::offset(object, contents.len())?;
+        self.file.write_all(contents, &mut pos)
+    }
+}
+
+/// A set's definition: its name, object size and I/O linker.
+pub(crate) struct SetDef {
+    pub(crate) name: KVec<u8>,
+    pub(crate) size: usize,
+    pub(crate) linker: kernel::sync::Arc<dyn IoLinker>,
+}
+
+/// Whether `size` can be a set's object size: a power of two from 64
+/// bytes (room for the counter `add` uses) to a page.
+pub(crate) fn valid_object_size(size: u64, page: usize) -> bool {
+    size.is_power_of_two() && (64..=page as u64).contains(&size)
+}
+
+/// Whether `name` can name a set: 1 to 32 letters, digits, `_`, `-`, `.`.
+pub(crate) fn valid_set_name(name: &[u8]) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
+
+#[kunit_tests(ssi_linker)]
+mod tests {
+    use super::*;
+
+    /// Object sizes are powers of two from 64 bytes to a page.
+    #[test]
+    fn object_sizes_are_powers_of_two_up_to_a_page() {
+        assert!(valid_object_size(64, 4096));
+        assert!(valid_object_size(4096, 4096));
+        assert!(valid_object_size(512, 4096));
+        assert!(!valid_object_size(32, 4096));
+        assert!(!valid_object_size(100, 4096));
+        assert!(!valid_object_size(8192, 4096));
+        assert!(!valid_object_size(0, 4096));
+    }
+
+    /// Names are short and plain.
+    #[test]
+    fn set_names_are_short_and_plain() {
+        assert!(valid_set_name(b"counters"));
+        assert!(valid_set_name(b"job-42.shm_a"));
+        assert!(!valid_set_name(b""));
+        assert!(!valid_set_name(b"a b"));
+        assert!(!valid_set_name(b"a/b"));
+        assert!(!valid_set_name(&[b'x'; 33]));
+    }
+
+    /// A file offset that does not fit is refused, not wrapped.
+    #[test]
+    fn file_offsets_do_not_wrap() {
+        assert_eq!(FileLinker::offset(3, 4096), Ok(3 * 4096));
+        assert_eq!(FileLinker::offset(u64::MAX / 64, 4096), Err(EFBIG));
+        assert_eq!(FileLinker::offset(1 << 53, 4096), Err(EFBIG));
+    }
+
+    /// The default export/import move the bytes unchanged, and import
+    /// refuses a wrong length.
+    #[test]
+    fn memory_export_import_is_identity() {
+        let l = MemoryLinker;
+        let mut out = KVec::new();
+        l.export(&[1, 2, 3], &mut out).unwrap();
+        assert_eq!(&out[..], &[1, 2, 3]);
+        let mut c = [0u8; 3];
+        l.import(&out, &mut c).unwrap();
+        assert_eq!(c, [1, 2, 3]);
+        let mut short = [0u8; 2];
+        assert_eq!(l.import(&out, &mut short), Err(EMSGSIZE));
+    }
+}
