@@ -48,7 +48,8 @@ use crate::zoid_proto::ssi::coherence::{
 };
 use crate::zoid_proto::ssi::wire::{Header, HEADER_LEN};
 
-use crate::linker::{valid_object_size, FileLinker, IoLinker, MemoryLinker, SetDef};
+use crate::linker::{valid_object_size, FileLinker, IoLinker, MemoryLinker, RemoteLinker, SetDef};
+use crate::zoid_proto::ssi::control::{Definition, LinkerKind};
 use kernel::sync::Arc;
 
 /// The treenet channel ssi speaks on.
@@ -439,9 +440,12 @@ impl Containers {
         if !valid_object_size(size, PAGE_SIZE) || !crate::linker::valid_set_name(name) {
             return Err(EINVAL);
         }
-        let linker: Arc<dyn IoLinker> = match (linker, path) {
-            (b"memory", None) => self.memory.clone(),
-            (b"file", Some(p)) => Arc::new(FileLinker::open(p)?, GFP_KERNEL)?,
+        let (kind, linker): (_, Arc<dyn IoLinker>) = match (linker, path) {
+            (b"memory", None) => (LinkerKind::Memory, self.memory.clone()),
+            (b"file", Some(p)) => (
+                LinkerKind::File,
+                Arc::new(FileLinker::open(p)?, GFP_KERNEL)?,
+            ),
             _ => return Err(EINVAL),
         };
         let mut n = KVec::with_capacity(name.len(), GFP_KERNEL)?;
@@ -457,9 +461,63 @@ impl Containers {
         let def = SetDef {
             name: n,
             size: size as usize,
+            kind,
             linker,
         };
         sets.try_create_and_insert(set, def, GFP_KERNEL)?;
+        drop(sets);
+        drop(t);
+        // Every member learns it (nodes that join later, at their first
+        // heartbeat).
+        self.announce_set(set);
+        Ok(())
+    }
+
+    /// The definitions of every set (or of `only`), for `Define` messages.
+    pub(crate) fn set_definitions(&self, only: Option<u32>) -> Result<KVec<Definition>> {
+        let sets = self.sets.lock();
+        let mut out = KVec::new();
+        for (&id, d) in sets.iter() {
+            if only.is_some_and(|o| o != id) {
+                continue;
+            }
+            if let Some(def) = Definition::new(id, d.size as u32, d.kind, &d.name) {
+                out.push(def, GFP_KERNEL)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// A set the home defined (a `Define` from the ION): this node now
+    /// knows its name, object size and linker kind.  A size that cannot
+    /// be, or a name that is not plain, is ignored (counted malformed).
+    pub(crate) fn learn_set(&self, d: &Definition) -> Result {
+        if !valid_object_size(u64::from(d.size), PAGE_SIZE)
+            || !crate::linker::valid_set_name(d.name())
+        {
+            self.counters.malformed.fetch_add(1, Relaxed);
+            return Ok(());
+        }
+        let mut n = KVec::with_capacity(d.name().len(), GFP_KERNEL)?;
+        n.extend_from_slice(d.name(), GFP_KERNEL)?;
+        let def = SetDef {
+            name: n,
+            size: d.size as usize,
+            kind: d.linker,
+            linker: Arc::new(RemoteLinker(d.linker), GFP_KERNEL)?,
+        };
+        let node = kernel::rbtree::RBTreeNodeReservation::new(GFP_KERNEL)?.into_node(d.set, def);
+        let mut sets = self.sets.lock();
+        // The home's word replaces what this node knew (a name, too).
+        let renamed = sets
+            .iter()
+            .find(|(_, old)| &old.name[..] == d.name())
+            .map(|(&id, _)| id);
+        if let Some(id) = renamed {
+            sets.remove(&id);
+        }
+        // Replacing an older definition of the same id drops it.
+        drop(sets.insert(node));
         Ok(())
     }
 

@@ -94,6 +94,11 @@ impl MiscDevice for SsiFile {
         if PAGE_SIZE != OBJECT_SIZE {
             return Err(ENODEV);
         }
+        if me.containers.set_info(me.set.load(Relaxed)).0 != PAGE_SIZE {
+            // A set of objects smaller than a page (as far as this node
+            // knows: a fault checks again).
+            return Err(EINVAL);
+        }
         let view = Arc::new(
             SetView {
                 containers: me.containers.clone(),

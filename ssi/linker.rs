@@ -28,6 +28,7 @@ use kernel::prelude::*;
 
 use crate::zoid_kernel::sysfs::SysfsWriter;
 use crate::zoid_kernel::vfs::{CPath, Export, File};
+use crate::zoid_proto::ssi::control::LinkerKind;
 
 /// What a set's objects are tied to.  Called with the containers' table
 /// locked (except `flush`): a linker must not access containers itself.
@@ -145,10 +146,30 @@ impl IoLinker for FileLinker {
     }
 }
 
+/// The linker of a set defined on the home, as another node knows it:
+/// only its kind (objects are created, and written back, on the home).
+pub(crate) struct RemoteLinker(pub(crate) LinkerKind);
+
+impl IoLinker for RemoteLinker {
+    fn kind(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn first_touch(&self, _object: u64, _contents: &mut [u8]) -> Result {
+        // Only the home creates objects.
+        Err(EINVAL)
+    }
+
+    fn flush(&self, _object: u64, _contents: &[u8]) -> Result {
+        Err(EINVAL)
+    }
+}
+
 /// A set's definition: its name, object size and I/O linker.
 pub(crate) struct SetDef {
     pub(crate) name: KVec<u8>,
     pub(crate) size: usize,
+    pub(crate) kind: LinkerKind,
     pub(crate) linker: kernel::sync::Arc<dyn IoLinker>,
 }
 

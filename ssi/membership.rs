@@ -238,6 +238,22 @@ impl Containers {
                 drop(c);
                 self.membership.kicker.kick();
             }
+            Kind::Define if from_coordinator => {
+                for c in entries.chunks_exact(control::DEFINE_ENTRY_LEN) {
+                    let mut entry = [0u8; control::DEFINE_ENTRY_LEN];
+                    entry.copy_from_slice(c);
+                    match control::decode_define(&entry) {
+                        Ok(d) => {
+                            if self.learn_set(&d).is_err() {
+                                self.counters.dropped_nomem.fetch_add(1, Relaxed);
+                            }
+                        }
+                        Err(_) => {
+                            self.counters.malformed.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            }
             _ => {
                 self.counters.unexpected.fetch_add(1, Relaxed);
             }
@@ -481,6 +497,40 @@ impl Containers {
         self.tell_user_space(c"lost", "SSI_EPOCH", u64::from(epoch));
     }
 
+    /// Sends the definitions of every set (or only of `only`) to `to`.
+    pub(crate) fn send_definitions(&self, to: u16, only: Option<u32>) {
+        let r = (|| -> Result<KVec<u8>> {
+            let defs = self.set_definitions(only)?;
+            let mut msg = header(Kind::Define, 0, defs.len())?;
+            for d in defs.iter() {
+                msg.extend_from_slice(&control::encode_define(d), GFP_KERNEL)?;
+            }
+            Ok(msg)
+        })();
+        match r {
+            Ok(msg) if msg.len() > HEADER_LEN => self.send_all_one(to, msg),
+            Ok(_) => {}
+            Err(_) => {
+                self.counters.send_failed.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Tells every alive member about set `set` (just defined here).
+    pub(crate) fn announce_set(&self, set: u32) {
+        let members: KVec<u16> = {
+            let c = self.membership.coord.lock();
+            let mut v = KVec::new();
+            for m in c.members.iter().filter(|m| m.alive) {
+                let _ = v.push(m.node, GFP_KERNEL);
+            }
+            v
+        };
+        for &n in members.iter() {
+            self.send_definitions(n, Some(set));
+        }
+    }
+
     /// Sets (or, at unload, clears) what tells user space of changes.
     pub(crate) fn set_change_notifier(&self, n: Option<ChangeNotifier>) {
         *self.membership.notifier.lock() = n;
@@ -508,6 +558,7 @@ impl Containers {
         let mut c = self.membership.coord.lock();
         let now = now_ns();
         let mut changed = None;
+        let mut tell_sets = false;
         if let Some(m) = c.members.iter_mut().find(|m| m.node == src) {
             if m.left {
                 // Removed: ignored until `add_nodes`.
@@ -518,12 +569,14 @@ impl Containers {
                 // Back (ssi reloaded there, or a false suspicion): joins
                 // through a rebuild that forgets what it held.
                 m.alive = true;
+                tell_sets = true;
                 c.join_pending = true;
                 if !c.rejoining.contains(&src) {
                     let _ = c.rejoining.push(src, GFP_KERNEL);
                 }
             }
         } else {
+            tell_sets = true;
             let _ = c.members.push(
                 Member {
                     node: src,
@@ -542,6 +595,10 @@ impl Containers {
         }
         let kick = c.join_pending;
         drop(c);
+        if tell_sets {
+            // A new (or returning) member learns the sets defined so far.
+            self.send_definitions(src, None);
+        }
         if let Some(g) = changed {
             self.tell_user_space(c"members", "SSI_GENERATION", g);
         }

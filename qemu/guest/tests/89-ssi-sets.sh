@@ -6,7 +6,8 @@
 #   the file says, and flush writes the result back to the file;
 # * bad definitions are refused: odd or too large sizes, taken ids and
 #   names, relative paths, unknown linkers, sets already in use, and any
-#   definition on a CN.
+#   definition on a CN;
+# * the CNs learn the definitions (names, sizes, linker kinds) from the ION.
 . /zoid/tests/treenet-lib.sh
 S=/sys/kernel/ssi
 M=/zoid/bin/ssimap
@@ -40,6 +41,13 @@ else
   refused "define 48 cn 64 memory" sets
 fi
 barrier 780
+if [ "$ZOID_ROLE" = cn ]; then
+  i=0
+  until grep -q "^40 small 64 memory$" $S/sets && grep -q "^41 backed 4096 file$" $S/sets; do
+    i=$((i + 1)); [ $i -le 50 ] || fail "the ION's sets are not known here"
+    sleep 0.1
+  done
+fi
 echo "40 3 1" > $S/add || fail "add to set 40"
 echo "41 1 1" > $S/add || fail "add to set 41"
 barrier 781

@@ -17,6 +17,8 @@
 //!  Report    set u32 | object u64 | holding u8 | 0 0 0 | version u64
 //!  Owned     (as Report: the objects a leaving node owns)
 //!  Resume    set u32 | object u64 | outcome u8 | 0 0 0 | owner u32 | version u64
+//!  Define    set u32 | object size u32 | linker u8 | name length u8 | 0 0 |
+//!            name (32 bytes, zero-padded)
 //!  Mark, Heartbeat, Leave: no entries
 //! ```
 //!
@@ -37,6 +39,10 @@ pub const HEADER_LEN: usize = 16;
 pub const REPORT_ENTRY_LEN: usize = 24;
 /// Bytes of a `Resume` entry.
 pub const RESUME_ENTRY_LEN: usize = 28;
+/// Bytes of a `Define` entry.
+pub const DEFINE_ENTRY_LEN: usize = 44;
+/// Longest set name.
+pub const SET_NAME_MAX: usize = 32;
 
 /// The kinds of membership messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +64,9 @@ pub enum Kind {
     /// Leaving node to coordinator: the objects I own (`Report` entries),
     /// for the coordinator to take before the node goes.
     Owned = 7,
+    /// Coordinator to a member: sets defined on the home (name, object
+    /// size, linker), so every node knows them by name.
+    Define = 8,
 }
 
 impl Kind {
@@ -70,6 +79,7 @@ impl Kind {
             5 => Kind::Heartbeat,
             6 => Kind::Leave,
             7 => Kind::Owned,
+            8 => Kind::Define,
             _ => return None,
         })
     }
@@ -80,6 +90,7 @@ impl Kind {
             Kind::Freeze => 4,
             Kind::Report | Kind::Owned => REPORT_ENTRY_LEN,
             Kind::Resume => RESUME_ENTRY_LEN,
+            Kind::Define => DEFINE_ENTRY_LEN,
             Kind::Mark | Kind::Heartbeat | Kind::Leave => 0,
         }
     }
@@ -255,9 +266,123 @@ pub fn decode_resume(b: &[u8; RESUME_ENTRY_LEN]) -> Result<(u32, u64, Outcome), 
     Ok((u32_at(b, 0), u64_at(b, 4), outcome))
 }
 
+/// The linker of a defined set, as a `Define` entry names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LinkerKind {
+    /// Memory: zero at first touch.
+    Memory = 0,
+    /// A file on the home.
+    File = 1,
+}
+
+impl LinkerKind {
+    /// Its name, as users write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkerKind::Memory => "memory",
+            LinkerKind::File => "file",
+        }
+    }
+}
+
+/// A set definition a `Define` entry carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Definition {
+    /// The set.
+    pub set: u32,
+    /// Its object size.
+    pub size: u32,
+    /// Its linker.
+    pub linker: LinkerKind,
+    /// Its name: the first `name_len` bytes of `name`.
+    pub name: [u8; SET_NAME_MAX],
+    /// Bytes of `name` in use (1 to [`SET_NAME_MAX`]).
+    pub name_len: u8,
+}
+
+impl Definition {
+    /// A definition (`None` if the name is empty or too long).
+    pub fn new(set: u32, size: u32, linker: LinkerKind, name: &[u8]) -> Option<Self> {
+        if name.is_empty() || name.len() > SET_NAME_MAX {
+            return None;
+        }
+        let mut n = [0u8; SET_NAME_MAX];
+        n[..name.len()].copy_from_slice(name);
+        Some(Self {
+            set,
+            size,
+            linker,
+            name: n,
+            name_len: name.len() as u8,
+        })
+    }
+
+    /// The name.
+    pub fn name(&self) -> &[u8] {
+        &self.name[..self.name_len as usize]
+    }
+}
+
+/// A `Define` entry.
+pub fn encode_define(d: &Definition) -> [u8; DEFINE_ENTRY_LEN] {
+    let mut b = [0u8; DEFINE_ENTRY_LEN];
+    b[0..4].copy_from_slice(&d.set.to_be_bytes());
+    b[4..8].copy_from_slice(&d.size.to_be_bytes());
+    b[8] = d.linker as u8;
+    b[9] = d.name_len;
+    b[12..12 + d.name_len as usize].copy_from_slice(d.name());
+    b
+}
+
+/// Decodes a `Define` entry: a known linker, a name of 1 to 32 bytes,
+/// zeros in every unused byte.
+pub fn decode_define(b: &[u8; DEFINE_ENTRY_LEN]) -> Result<Definition, WireError> {
+    let linker = match b[8] {
+        0 => LinkerKind::Memory,
+        1 => LinkerKind::File,
+        _ => return Err(WireError::BadKind),
+    };
+    let len = b[9] as usize;
+    if len == 0 || len > SET_NAME_MAX || b[10] != 0 || b[11] != 0 {
+        return Err(WireError::BadLength);
+    }
+    if b[12 + len..].iter().any(|&c| c != 0) {
+        return Err(WireError::BadLength);
+    }
+    Definition::new(u32_at(b, 0), u32_at(b, 4), linker, &b[12..12 + len])
+        .ok_or(WireError::BadLength)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn definitions_round_trip_and_junk_is_refused() {
+        let d = Definition::new(41, 4096, LinkerKind::File, b"backed").unwrap();
+        let b = encode_define(&d);
+        assert_eq!(decode_define(&b), Ok(d));
+        assert_eq!(decode_define(&b).unwrap().name(), b"backed");
+        let long = Definition::new(1, 64, LinkerKind::Memory, &[b'x'; 32]).unwrap();
+        assert_eq!(decode_define(&encode_define(&long)), Ok(long));
+        assert!(Definition::new(1, 64, LinkerKind::Memory, &[b'x'; 33]).is_none());
+        assert!(Definition::new(1, 64, LinkerKind::Memory, b"").is_none());
+        let mut bad = b;
+        bad[8] = 2;
+        assert_eq!(decode_define(&bad), Err(WireError::BadKind));
+        let mut bad = b;
+        bad[9] = 0;
+        assert!(decode_define(&bad).is_err());
+        let mut bad = b;
+        bad[9] = 33;
+        assert!(decode_define(&bad).is_err());
+        let mut bad = b;
+        bad[43] = b'!';
+        assert!(decode_define(&bad).is_err());
+        let mut bad = b;
+        bad[10] = 1;
+        assert!(decode_define(&bad).is_err());
+    }
 
     #[test]
     fn headers_round_trip_and_lengths_must_match() {
@@ -269,6 +394,7 @@ mod tests {
             (Kind::Heartbeat, 0),
             (Kind::Leave, 0),
             (Kind::Owned, 4),
+            (Kind::Define, 2),
         ] {
             let h = ControlHeader {
                 kind,
