@@ -2,7 +2,7 @@
 
 //! `make sim`: treenet's and ssi's standard scenarios as Markdown tables.
 
-use zoid_sim::ssi::{everyone_writes, random_writers, write_cost, Net};
+use zoid_sim::ssi::{everyone_writes, random_writers, reconfigure, write_cost, Net};
 use zoid_sim::{run, Config, Metrics};
 
 fn mode(t: Option<usize>) -> String {
@@ -201,6 +201,29 @@ fn ssi_tables() {
             c.hops_mean(),
             c.hops_max,
             t as f64 / 1e6
+        );
+    }
+    let objects = 256;
+    let ion_bw = zoid_sim::Config::default().ion_bw;
+    println!("\n## (g) ssi: rebuild after a node dies\n");
+    println!(
+        "{objects} objects, each written once by a node drawn at random (every other one also read by another); node 1 dies; the survivors rebuild with ssi.ko's rebuild core.  Floor: 4 latencies + the ION's port at {} MB/s.\n",
+        ion_bw / 1_000_000
+    );
+    println!("| nodes | lost | kept | messages | of which marks | report entries | ION port in / out KiB | floor ms |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for nodes in [16u32, 64, 256, 1024] {
+        let r = reconfigure(nodes, objects, &net);
+        println!(
+            "| {nodes} | {} | {} | {} | {} | {} | {} / {} | {:.1} |",
+            r.lost,
+            r.kept,
+            r.messages(),
+            r.marks,
+            r.report_entries,
+            r.ion_bytes_in / 1024,
+            r.ion_bytes_out / 1024,
+            r.floor_ms(net.latency_ns, ion_bw)
         );
     }
 }

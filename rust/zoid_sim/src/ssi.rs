@@ -22,6 +22,9 @@ use zoid_proto::ssi::coherence::{
     Access, Action, Error, Msg, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue,
 };
 
+use zoid_proto::ssi::control;
+use zoid_proto::ssi::rebuild::{Holding, Outcome, Tally};
+
 use crate::rng::Rng;
 
 /// The copyset, sorted.
@@ -147,6 +150,8 @@ pub struct Cluster {
     pub writes: u64,
     /// What was counted since the last [`Cluster::take_counts`].
     counts: Counts,
+    /// Nodes that died ([`Cluster::rebuild_without`]).
+    dead: Vec<NodeId>,
 }
 
 impl Cluster {
@@ -169,6 +174,7 @@ impl Cluster {
             net,
             writes: 0,
             counts: Counts::default(),
+            dead: Vec::new(),
         }
     }
 
@@ -219,6 +225,10 @@ impl Cluster {
     }
 
     fn send(&mut self, from: NodeId, to: NodeId, msg: Msg) {
+        assert!(
+            !self.dead.contains(&to) && !self.dead.contains(&from),
+            "after a rebuild, nobody talks to the dead node"
+        );
         self.counts.by_kind[msg.kind as usize - 1] += 1;
         let carried = if msg.kind.carries_contents() {
             self.nodes[from as usize].value
@@ -283,6 +293,161 @@ impl Cluster {
         }
         self.apply(node, actions, None);
     }
+}
+
+impl Cluster {
+    /// Node `dead` dies while nothing is in flight, and the survivors
+    /// rebuild as ssi.ko does (`ssi/membership.rs`): each reports what it
+    /// holds ([`Object::holding`]), the coordinator tallies the reports
+    /// ([`Tally`]) and every survivor resets to the outcome
+    /// ([`Object::reset`]).  Returns the outcome and the report entries
+    /// (nodes that hold something, and the home, which knows every
+    /// object).  The dead node takes no further part.
+    pub fn rebuild_without(&mut self, dead: NodeId) -> (Outcome, u64) {
+        assert!(
+            self.queue.is_empty(),
+            "a rebuild starts with nothing in flight"
+        );
+        let mut tally = Tally::new();
+        let mut entries = 0;
+        for (n, node) in self.nodes.iter().enumerate() {
+            let n = n as NodeId;
+            if n == dead {
+                continue;
+            }
+            let (holding, _) = node.obj.holding(&[]);
+            if holding != Holding::Nothing || n == 0 {
+                entries += 1;
+            }
+            tally.add(n, holding);
+        }
+        assert!(!tally.conflict(), "one owner at most");
+        let outcome = tally.outcome();
+        for n in 0..self.nodes.len() as NodeId {
+            if n == dead {
+                continue;
+            }
+            let mut actions = Vec::new();
+            self.nodes[n as usize]
+                .obj
+                .reset(outcome, 0, &mut |a| actions.push(a))
+                .expect("no access is held");
+            self.apply(n, actions, None);
+        }
+        self.dead.push(dead);
+        (outcome, entries)
+    }
+}
+
+/// What one rebuild cost: node 1 of `nodes` dies while the pset shares
+/// `objects` objects (see [`reconfigure`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rebuild {
+    /// `Freeze` messages (coordinator to every other survivor).
+    pub freezes: u64,
+    /// `Mark` messages (every survivor to every other survivor).
+    pub marks: u64,
+    /// `Report` messages and their entries.
+    pub reports: u64,
+    /// Entries of all reports.
+    pub report_entries: u64,
+    /// `Resume` messages (one entry per object each).
+    pub resumes: u64,
+    /// Bytes that cross the ION's port, in and out (CN-to-CN marks cross
+    /// it twice: a pset is a tree rooted at the ION).
+    pub ion_bytes_in: u64,
+    /// See `ion_bytes_in`.
+    pub ion_bytes_out: u64,
+    /// Objects whose only holder was the dead node.
+    pub lost: u64,
+    /// Objects that survived, each read back by a survivor afterwards.
+    pub kept: u64,
+}
+
+impl Rebuild {
+    /// Every membership message of the rebuild.
+    pub fn messages(&self) -> u64 {
+        self.freezes + self.marks + self.reports + self.resumes
+    }
+
+    /// A lower bound of the rebuild's time (ms): four message latencies
+    /// (freeze, marks, reports, resume) plus the busier direction of the
+    /// ION's port at `ion_bw` bytes/s (what every message crosses).
+    pub fn floor_ms(&self, latency_ns: u64, ion_bw: u64) -> f64 {
+        let bytes = self.ion_bytes_in.max(self.ion_bytes_out) as f64;
+        (4 * latency_ns) as f64 / 1e6 + bytes / ion_bw as f64 * 1e3
+    }
+}
+
+/// Bytes a membership message of `entries` entries of `entry_len` takes on
+/// the wire: treenet's frames (1 456 payload bytes, 44 of headers each).
+fn wire_bytes(entries: u64, entry_len: usize) -> u64 {
+    let payload = control::HEADER_LEN as u64 + entries * entry_len as u64;
+    let frames = payload.div_ceil(1456).max(1);
+    payload + frames * 44
+}
+
+/// `nodes` nodes share `objects` objects (each written once by a node
+/// drawn at random; every other one also read by another random node),
+/// then node 1 dies and the survivors rebuild.  Checks that exactly the
+/// objects only node 1 held are lost, and that every other one reads back
+/// its value at a random survivor; counts the rebuild's messages.
+pub fn reconfigure(nodes: u32, objects: u32, net: &Net) -> Rebuild {
+    assert!(nodes >= 3);
+    let dead: NodeId = 1;
+    let mut rng = Rng::new(net.seed ^ 0x4e42);
+    let mut r = Rebuild::default();
+    for i in 0..objects {
+        let mut c = Cluster::new(nodes, net.clone());
+        let writer = rng.below(u64::from(nodes)) as NodeId;
+        c.start(writer, Access::Write);
+        c.run();
+        let mut holders = vec![writer];
+        if i % 2 == 0 {
+            let reader = rng.below(u64::from(nodes)) as NodeId;
+            c.start(reader, Access::Read);
+            c.run();
+            holders.push(reader);
+        }
+        let only_dead = holders.iter().all(|&h| h == dead);
+        let (outcome, entries) = c.rebuild_without(dead);
+        r.report_entries += entries;
+        if only_dead {
+            assert_eq!(outcome, Outcome::Lost, "object {i}: its only holder died");
+            r.lost += 1;
+            continue;
+        }
+        assert_ne!(outcome, Outcome::Lost, "object {i}: a survivor held it");
+        let mut reader = rng.below(u64::from(nodes)) as NodeId;
+        if reader == dead {
+            reader = 0;
+        }
+        c.start(reader, Access::Read);
+        c.run();
+        assert_eq!(
+            c.value_at(reader),
+            Some(1),
+            "object {i} read back after the rebuild"
+        );
+        r.kept += 1;
+    }
+    let survivors = u64::from(nodes) - 1;
+    let cns = survivors - 1;
+    r.freezes = cns;
+    r.marks = survivors * (survivors - 1);
+    r.reports = cns;
+    r.resumes = cns;
+    // Report entries per node are spread evenly (the ION's own stay local).
+    let mark = wire_bytes(0, 0);
+    let cn_to_cn_marks = cns * (cns - 1);
+    let ion_marks = cns;
+    let per_cn_entries = r.report_entries.saturating_sub(u64::from(objects)) / cns.max(1);
+    r.ion_bytes_out = cns * wire_bytes(survivors, 4)
+        + cns * wire_bytes(u64::from(objects), control::RESUME_ENTRY_LEN)
+        + (cn_to_cn_marks + ion_marks) * mark;
+    r.ion_bytes_in = cns * wire_bytes(per_cn_entries, control::REPORT_ENTRY_LEN)
+        + (cn_to_cn_marks + ion_marks) * mark;
+    r
 }
 
 /// Messages of one write when `copies` nodes hold read copies, in a

@@ -211,3 +211,15 @@ fn ssi_everyone_writing_at_once_queues_up() {
         assert!(done <= u64::from(nodes) * 2 * (net.latency_ns + net.jitter_ns));
     }
 }
+
+/// A node dies: the rebuild (the kernel's rebuild core) loses exactly the
+/// objects only it held, every other object reads back, and nobody sends
+/// to the dead node afterwards.
+#[test]
+fn ssi_rebuild_after_a_death_loses_only_what_died_alone() {
+    let r = zoid_sim::ssi::reconfigure(16, 64, &zoid_sim::ssi::Net::default());
+    assert_eq!(r.lost + r.kept, 64);
+    assert!(r.kept > 0);
+    assert_eq!(r.marks, 15 * 14);
+    assert_eq!(r.freezes, 14);
+}
