@@ -222,6 +222,7 @@ counters! {
         released_at_exit: "Lingering fault accesses released because their process exited.",
         linker_errors: "First touches or flushes a set's I/O linker failed (the access fails).",
         flushes: "Objects written back to their set's store by flush.",
+        losses_acknowledged: "Lost objects an administrator acknowledged (lost, on the ION).",
     }
 }
 

@@ -238,6 +238,19 @@ impl Containers {
                 drop(c);
                 self.membership.kicker.kick();
             }
+            Kind::Forget if from_coordinator => {
+                let mut t = self.table.lock();
+                for c in entries.chunks_exact(control::FORGET_ENTRY_LEN) {
+                    let mut entry = [0u8; control::FORGET_ENTRY_LEN];
+                    entry.copy_from_slice(c);
+                    let key = control::decode_object(&entry);
+                    if let Some(e) = t.objects.get_mut(&key) {
+                        e.lost = false;
+                    }
+                }
+                drop(t);
+                self.tell_user_space(c"lost", "SSI_EPOCH", u64::from(h.epoch));
+            }
             Kind::Define if from_coordinator => {
                 for c in entries.chunks_exact(control::DEFINE_ENTRY_LEN) {
                     let mut entry = [0u8; control::DEFINE_ENTRY_LEN];
@@ -616,6 +629,45 @@ impl Containers {
             drop(c);
             self.membership.kicker.kick();
         }
+    }
+
+    /// `lost` (on the ION): an administrator acknowledges that object
+    /// (`set`, `object`) is lost: every node forgets the loss, and the next
+    /// access creates the object again (zeros, or what its set's file
+    /// says).  `EINVAL` elsewhere, `ENOENT` if it is not lost, `EBUSY`
+    /// during a rebuild.
+    pub(crate) fn acknowledge_loss(&self, set: u32, object: u64) -> Result {
+        if treenet::node_id()? != treenet::ion()? {
+            return Err(EINVAL);
+        }
+        {
+            let mut t = self.table.lock();
+            if t.rebuild.is_frozen() {
+                return Err(EBUSY);
+            }
+            let e = t.objects.get_mut(&(set, object)).ok_or(ENOENT)?;
+            if !e.lost {
+                return Err(ENOENT);
+            }
+            e.lost = false;
+        }
+        let (epoch, members) = {
+            let mut c = self.membership.coord.lock();
+            c.lost.remove(&(set, object));
+            let mut v = KVec::new();
+            for m in c.members.iter().filter(|m| m.alive) {
+                v.push(m.node, GFP_KERNEL)?;
+            }
+            (c.epoch, v)
+        };
+        self.counters.losses_acknowledged.fetch_add(1, Relaxed);
+        for &n in members.iter() {
+            let mut msg = header(Kind::Forget, epoch, 1)?;
+            msg.extend_from_slice(&control::encode_object(set, object), GFP_KERNEL)?;
+            self.send_all_one(n, msg);
+        }
+        self.tell_user_space(c"lost", "SSI_EPOCH", u64::from(epoch));
+        Ok(())
     }
 
     /// `members`: `generation G epoch E`, then one line per member: node,

@@ -27,7 +27,9 @@
 //!   (or `+all`, `-all`) to turn them on or off.  All off at load.
 //!
 //! * `members`, `lost`, `remove_nodes`, `add_nodes`, `heartbeat_ms`,
-//!   `heartbeat_timeout_ms`: membership (`membership.rs`).  Changes wake
+//!   `heartbeat_timeout_ms`: membership (`membership.rs`).  Writing
+//!   `SET OBJECT` to `lost` on the ION acknowledges that loss: every node
+//!   forgets it, and the next access creates the object again.  Changes wake
 //!   pollers of `members` and `lost`, and `/dev/ssi` sends a `change`
 //!   uevent (`SSI_GENERATION=`, `SSI_EPOCH=`).
 //!
@@ -424,7 +426,15 @@ static ATTRS: [Attribute<SsiState>; 18] = [
     Attribute::rw(c"restore", show_restore, store_restore),
     Attribute::rw(c"hooks", show_hooks, store_hooks),
     Attribute::ro(c"members", |s, w| s.containers.show_members(w)),
-    Attribute::ro(c"lost", |s, w| s.containers.show_lost(w)),
+    Attribute::rw(
+        c"lost",
+        |s, w| s.containers.show_lost(w),
+        |s, i| {
+            let [set, object] = parse_numbers::<2>(i)?;
+            let set = u32::try_from(set).map_err(|_| EINVAL)?;
+            s.containers.acknowledge_loss(set, object)
+        },
+    ),
     Attribute::rw(
         c"remove_nodes",
         |_, _| Ok(()),

@@ -4,7 +4,9 @@
 # lost and fails with EIO everywhere, never read back as zeros.  CN 1 then
 # comes back (insmod), joins through another rebuild, and learns the loss.
 # Then the ION removes CN 1 gracefully: what it owned alone is handed over
-# first, nothing is lost; added back, it reads it again.
+# first, nothing is lost; added back, it reads it again.  Last, the ION
+# acknowledges the loss: every node forgets it and the object is created
+# again.
 # Every membership change is announced: /dev/ssi sends a `change` uevent
 # (SSI_GENERATION on the ION, SSI_EPOCH on the CNs after a rebuild).
 . /zoid/tests/treenet-lib.sh
@@ -112,6 +114,24 @@ if [ "$ZOID_NODE_ID" = 1 ]; then
   done
   read_is 4 44
 fi
+# The administrator acknowledges the loss of object 2 on the ION: every
+# node forgets it, and the next access creates it again (zeros).
+barrier 763
+if [ "$ZOID_ROLE" = ion ]; then
+  if (echo "30 1" > $S/lost) 2> /dev/null; then fail "acknowledged an object that is not lost"; fi
+  echo "30 2" > $S/lost || fail "cannot acknowledge the loss of object 30 2"
+else
+  if (echo "30 2" > $S/lost) 2> /dev/null; then fail "a CN acknowledged a loss"; fi
+fi
+barrier 764
+i=0
+while grep -q "^30 2$" $S/lost; do
+  i=$((i + 1)); [ $i -le 100 ] || fail "object 30 2 still lost after it was acknowledged"
+  sleep 0.1
+done
+[ "$ZOID_ROLE" = ion ] && read_is 2 0
+barrier 765
+[ "$ZOID_ROLE" = ion ] || read_is 2 0
 if [ "$ZOID_NODE_ID" != 1 ]; then
   echo "--- uevents: $(tr '\n' ' ' < $EV)"
   if [ "$ZOID_ROLE" = ion ]; then

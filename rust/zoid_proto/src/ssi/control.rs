@@ -19,6 +19,7 @@
 //!  Resume    set u32 | object u64 | outcome u8 | 0 0 0 | owner u32 | version u64
 //!  Define    set u32 | object size u32 | linker u8 | name length u8 | 0 0 |
 //!            name (32 bytes, zero-padded)
+//!  Forget    set u32 | object u64             (lost objects acknowledged)
 //!  Mark, Heartbeat, Leave: no entries
 //! ```
 //!
@@ -41,6 +42,8 @@ pub const REPORT_ENTRY_LEN: usize = 24;
 pub const RESUME_ENTRY_LEN: usize = 28;
 /// Bytes of a `Define` entry.
 pub const DEFINE_ENTRY_LEN: usize = 44;
+/// Bytes of a `Forget` entry.
+pub const FORGET_ENTRY_LEN: usize = 12;
 /// Longest set name.
 pub const SET_NAME_MAX: usize = 32;
 
@@ -67,6 +70,9 @@ pub enum Kind {
     /// Coordinator to a member: sets defined on the home (name, object
     /// size, linker), so every node knows them by name.
     Define = 8,
+    /// Coordinator to every member: these lost objects are acknowledged
+    /// (an administrator said so): accesses create them again.
+    Forget = 9,
 }
 
 impl Kind {
@@ -80,6 +86,7 @@ impl Kind {
             6 => Kind::Leave,
             7 => Kind::Owned,
             8 => Kind::Define,
+            9 => Kind::Forget,
             _ => return None,
         })
     }
@@ -91,6 +98,7 @@ impl Kind {
             Kind::Report | Kind::Owned => REPORT_ENTRY_LEN,
             Kind::Resume => RESUME_ENTRY_LEN,
             Kind::Define => DEFINE_ENTRY_LEN,
+            Kind::Forget => FORGET_ENTRY_LEN,
             Kind::Mark | Kind::Heartbeat | Kind::Leave => 0,
         }
     }
@@ -266,6 +274,19 @@ pub fn decode_resume(b: &[u8; RESUME_ENTRY_LEN]) -> Result<(u32, u64, Outcome), 
     Ok((u32_at(b, 0), u64_at(b, 4), outcome))
 }
 
+/// A `Forget` entry: an object.
+pub fn encode_object(set: u32, object: u64) -> [u8; FORGET_ENTRY_LEN] {
+    let mut b = [0u8; FORGET_ENTRY_LEN];
+    b[0..4].copy_from_slice(&set.to_be_bytes());
+    b[4..12].copy_from_slice(&object.to_be_bytes());
+    b
+}
+
+/// Decodes a `Forget` entry.
+pub fn decode_object(b: &[u8; FORGET_ENTRY_LEN]) -> (u32, u64) {
+    (u32_at(b, 0), u64_at(b, 4))
+}
+
 /// The linker of a defined set, as a `Define` entry names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinkerKind {
@@ -358,6 +379,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn forget_entries_round_trip() {
+        let b = encode_object(7, u64::MAX - 1);
+        assert_eq!(decode_object(&b), (7, u64::MAX - 1));
+    }
+
+    #[test]
     fn definitions_round_trip_and_junk_is_refused() {
         let d = Definition::new(41, 4096, LinkerKind::File, b"backed").unwrap();
         let b = encode_define(&d);
@@ -395,6 +422,7 @@ mod tests {
             (Kind::Leave, 0),
             (Kind::Owned, 4),
             (Kind::Define, 2),
+            (Kind::Forget, 3),
         ] {
             let h = ControlHeader {
                 kind,
@@ -415,7 +443,7 @@ mod tests {
         }
         .encode();
         assert!(is_control(&b));
-        b[3] = 9;
+        b[3] = 10;
         assert_eq!(
             ControlHeader::decode(&b, HEADER_LEN),
             Err(WireError::BadKind)
