@@ -45,6 +45,7 @@ use crate::zoid_kernel::vm::{Fault, KernelPage, Mapped, MappingSpace, PAGE_SIZE}
 use crate::zoid_proto::ssi::checkpoint::{self, Parser, Piece, SetHeader};
 use crate::zoid_proto::ssi::coherence::{
     Access, Action, Error as CohError, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue,
+    State,
 };
 use crate::zoid_proto::ssi::wire::{Header, HEADER_LEN};
 
@@ -177,6 +178,9 @@ pub(crate) struct Entry {
     /// The held access is a fault's, lingering until then (ns; released
     /// by `ssi_rx`, or taken over by the node's next local access).
     pub(crate) lingering: Option<u64>,
+    /// Contents the set's linker filled before the home creates the
+    /// object ([`Containers::prefill`]).
+    pub(crate) prefilled: Option<Contents>,
 }
 
 impl Entry {
@@ -384,10 +388,16 @@ impl Containers {
                 }
                 Action::FirstTouch => {
                     self.counters.first_touches.fetch_add(1, Relaxed);
-                    let mut c = Contents::new(size)?;
-                    linker.first_touch(object, c.bytes_mut()).inspect_err(|_| {
-                        self.counters.linker_errors.fetch_add(1, Relaxed);
-                    })?;
+                    let c = match entry.prefilled.take() {
+                        Some(c) => c,
+                        None => {
+                            let mut c = Contents::new(size)?;
+                            linker.first_touch(object, c.bytes_mut()).inspect_err(|_| {
+                                self.counters.linker_errors.fetch_add(1, Relaxed);
+                            })?;
+                            c
+                        }
+                    };
                     entry.contents = Some(c);
                 }
                 Action::Granted(_) => {
@@ -419,6 +429,10 @@ impl Containers {
         if len == 0 {
             return Some((OBJECT_SIZE, self.memory.clone()));
         }
+        if treenet::node_id().ok() == treenet::ion().ok() {
+            // The home knows every set it has: undefined means 4 KiB.
+            return (len == OBJECT_SIZE).then(|| (len, self.memory.clone()));
+        }
         valid_object_size(len as u64, PAGE_SIZE).then(|| (len, self.memory.clone()))
     }
 
@@ -441,6 +455,9 @@ impl Containers {
         if !valid_object_size(size, PAGE_SIZE) || !crate::linker::valid_set_name(name) {
             return Err(EINVAL);
         }
+        // Refused definitions create no file: check first (and again once
+        // it is open, for definitions made meanwhile).
+        self.check_new_set(set, name)?;
         let (kind, linker): (_, Arc<dyn IoLinker>) = match (linker, path) {
             (b"memory", None) => (LinkerKind::Memory, self.memory.clone()),
             (b"file", Some(p)) => (
@@ -453,12 +470,7 @@ impl Containers {
         n.extend_from_slice(name, GFP_KERNEL)?;
         let t = self.table.lock();
         let mut sets = self.sets.lock();
-        if sets.get(&set).is_some() || sets.values().any(|d| &d.name[..] == name) {
-            return Err(EEXIST);
-        }
-        if t.objects.keys().any(|&(s, _)| s == set) {
-            return Err(EBUSY);
-        }
+        Self::check_new_set_locked(&t, &sets, set, name)?;
         let def = SetDef {
             name: n,
             size: size as usize,
@@ -471,6 +483,29 @@ impl Containers {
         // Every member learns it (nodes that join later, at their first
         // heartbeat).
         self.announce_set(set);
+        Ok(())
+    }
+
+    /// Whether set `set` named `name` can be defined: `EEXIST` if the id or
+    /// the name is taken, `EBUSY` if objects of the set exist.
+    fn check_new_set(&self, set: u32, name: &[u8]) -> Result {
+        let t = self.table.lock();
+        let sets = self.sets.lock();
+        Self::check_new_set_locked(&t, &sets, set, name)
+    }
+
+    fn check_new_set_locked(
+        t: &Table,
+        sets: &RBTree<u32, SetDef>,
+        set: u32,
+        name: &[u8],
+    ) -> Result {
+        if sets.get(&set).is_some() || sets.values().any(|d| &d.name[..] == name) {
+            return Err(EEXIST);
+        }
+        if t.objects.keys().any(|&(s, _)| s == set) {
+            return Err(EBUSY);
+        }
         Ok(())
     }
 
@@ -536,6 +571,19 @@ impl Containers {
         Ok(())
     }
 
+    /// The ids of the objects of set `set` this node knows, ascending.
+    fn objects_of(&self, set: u32) -> Result<KVec<u64>> {
+        let t = self.table.lock();
+        let mut ids = KVec::new();
+        // Keys come in order: objects in ascending id.
+        for &(s, o) in t.objects.keys() {
+            if s == set {
+                ids.push(o, GFP_KERNEL)?;
+            }
+        }
+        Ok(ids)
+    }
+
     /// `flush` (on the ION): writes every object of set `set` back to its
     /// linker's store, each under a read access (a coherent value: the
     /// owner's latest write).  Returns the objects written.
@@ -544,16 +592,7 @@ impl Containers {
             return Err(EINVAL);
         }
         let (_, linker) = self.set_info(set);
-        let ids: KVec<u64> = {
-            let t = self.table.lock();
-            let mut ids = KVec::new();
-            for &(s, o) in t.objects.keys() {
-                if s == set {
-                    ids.push(o, GFP_KERNEL)?;
-                }
-            }
-            ids
-        };
+        let ids = self.objects_of(set)?;
         let mut done = 0;
         for &id in ids.iter() {
             self.access(set, id, Access::Read, |c| linker.flush(id, c))?
@@ -575,6 +614,24 @@ impl Containers {
         }
     }
 
+    /// Fills an object the home has not created yet from its set's
+    /// linker, before the state machine creates it: a store that fails
+    /// (a read error, an offset past what a file can hold) leaves the
+    /// object uncreated and the access refused, instead of created and
+    /// held without contents.
+    fn prefill(&self, set: u32, object: u64, e: &mut Entry) -> Result {
+        if e.coh.state() != State::InvOwner || e.contents.is_some() || e.prefilled.is_some() {
+            return Ok(());
+        }
+        let (size, linker) = self.set_info(set);
+        let mut c = Contents::new(size)?;
+        linker.first_touch(object, c.bytes_mut()).inspect_err(|_| {
+            self.counters.linker_errors.fetch_add(1, Relaxed);
+        })?;
+        e.prefilled = Some(c);
+        Ok(())
+    }
+
     /// A first-known object: its home is the pset's ION (`EHOSTUNREACH`
     /// while a CN's ION is not up, `ENODEV` before treenet is).
     pub(crate) fn new_entry() -> Result<Entry> {
@@ -587,6 +644,7 @@ impl Containers {
             asked: None,
             lingering: None,
             lost: false,
+            prefilled: None,
         })
     }
 
@@ -641,6 +699,9 @@ impl Containers {
             let mut sink = |a| {
                 let _ = actions.push(a, GFP_KERNEL);
             };
+            if !frozen {
+                self.prefill(set, object, e)?;
+            }
             let asked = if frozen {
                 Err(CohError::Busy)
             } else {
@@ -972,17 +1033,7 @@ impl Containers {
         if treenet::node_id()? != treenet::ion()? {
             return Err(EINVAL);
         }
-        let ids: KVec<u64> = {
-            let t = self.table.lock();
-            let mut ids = KVec::new();
-            // Keys come in order: objects in ascending id.
-            for &(s, o) in t.objects.keys() {
-                if s == set {
-                    ids.push(o, GFP_KERNEL)?;
-                }
-            }
-            ids
-        };
+        let ids = self.objects_of(set)?;
         let file = Export::open(c"/")?.open_file(
             &CPath::new(path)?,
             bindings::O_WRONLY | bindings::O_CREAT | bindings::O_TRUNC,
@@ -1006,7 +1057,15 @@ impl Containers {
             let mut buf = KVec::with_capacity(size, GFP_KERNEL)?;
             buf.resize(size, 0, GFP_KERNEL)?;
             for &id in ids.iter() {
-                self.with_held(set, id, |c| buf.copy_from_slice(c))?;
+                self.with_held(set, id, |c| {
+                    if c.len() == buf.len() {
+                        buf.copy_from_slice(c);
+                        Ok(())
+                    } else {
+                        // Not the set's size (a definition came late).
+                        Err(EINVAL)
+                    }
+                })??;
                 file.write_all(&checkpoint::encode_record_header(id, &buf), &mut pos)?;
                 file.write_all(&buf, &mut pos)?;
             }
@@ -1057,7 +1116,15 @@ impl Containers {
                     Piece::Record { set, object } => {
                         objects += 1;
                         if apply {
-                            self.access(set, object, Access::Write, |c| c.copy_from_slice(&buf))?;
+                            self.access(set, object, Access::Write, |c| {
+                                if c.len() == buf.len() {
+                                    c.copy_from_slice(&buf);
+                                    Ok(())
+                                } else {
+                                    // The set's size changed meanwhile.
+                                    Err(EINVAL)
+                                }
+                            })??;
                         }
                     }
                     Piece::File { .. } | Piece::RecordHeader => {}
@@ -1127,6 +1194,13 @@ impl Containers {
             }
         }
         let e = t.objects.get_mut(&key)?;
+        if matches!(h.msg.kind, MsgKind::ReadReq | MsgKind::WriteReq)
+            && self.prefill(h.set, h.object, e).is_err()
+        {
+            // The object cannot be created (counted): the requester's
+            // access times out.
+            return None;
+        }
         let mut actions = KVec::new();
         let mut sink = |a| {
             let _ = actions.push(a, GFP_KERNEL);

@@ -31,7 +31,8 @@ use crate::zoid_kernel::vfs::{CPath, Export, File};
 use crate::zoid_proto::ssi::control::LinkerKind;
 
 /// What a set's objects are tied to.  Called with the containers' table
-/// locked (except `flush`): a linker must not access containers itself.
+/// locked (all of it, `flush` too: a slow store stalls the node's container
+/// traffic meanwhile): a linker must not access containers itself.
 pub(crate) trait IoLinker: Send + Sync {
     /// The linker's name (`sets` shows it; `define` takes it).
     fn kind(&self) -> &'static str;

@@ -148,6 +148,9 @@ pub(crate) struct Coordinator {
     lost: RBTree<(u32, u64), ()>,
     /// Grows at every membership change (for pollers).
     generation: u64,
+    /// Losses an administrator acknowledged, for the `ssi_member` thread
+    /// (which also runs rebuilds: the two never interleave).
+    acks: KVec<(u32, u64)>,
 }
 
 /// Membership knobs and the coordinator, inside [`Containers`].
@@ -634,21 +637,36 @@ impl Containers {
     /// `lost` (on the ION): an administrator acknowledges that object
     /// (`set`, `object`) is lost: every node forgets the loss, and the next
     /// access creates the object again (zeros, or what its set's file
-    /// says).  `EINVAL` elsewhere, `ENOENT` if it is not lost, `EBUSY`
-    /// during a rebuild.
+    /// says).  Done by the `ssi_member` thread between rebuilds (`lost`
+    /// lists the object until then).  `EINVAL` elsewhere, `ENOENT` if it
+    /// is not lost, `EBUSY` during a rebuild.
     pub(crate) fn acknowledge_loss(&self, set: u32, object: u64) -> Result {
         if treenet::node_id()? != treenet::ion()? {
             return Err(EINVAL);
         }
         {
-            let mut t = self.table.lock();
+            let t = self.table.lock();
             if t.rebuild.is_frozen() {
                 return Err(EBUSY);
             }
-            let e = t.objects.get_mut(&(set, object)).ok_or(ENOENT)?;
+            let e = t.objects.get(&(set, object)).ok_or(ENOENT)?;
             if !e.lost {
                 return Err(ENOENT);
             }
+        }
+        self.membership
+            .coord
+            .lock()
+            .acks
+            .push((set, object), GFP_KERNEL)?;
+        self.membership.kicker.kick();
+        Ok(())
+    }
+
+    /// Forgets the acknowledged loss of (`set`, `object`) here and on every
+    /// member (in the `ssi_member` thread, between rebuilds).
+    fn forget_loss(&self, set: u32, object: u64) -> Result {
+        if let Some(e) = self.table.lock().objects.get_mut(&(set, object)) {
             e.lost = false;
         }
         let (epoch, members) = {
@@ -882,6 +900,12 @@ impl Membership {
     /// changed.
     fn coordinate(&self, ctx: &ThreadCtx<'_>, me: u16) {
         let m = &self.containers.membership;
+        let acks = core::mem::take(&mut m.coord.lock().acks);
+        for (set, object) in acks {
+            if self.containers.forget_loss(set, object).is_err() {
+                self.containers.counters.send_failed.fetch_add(1, Relaxed);
+            }
+        }
         let removals = core::mem::take(&mut m.coord.lock().removals);
         for node in removals {
             if let Err(e) = self.remove(ctx, me, node) {

@@ -3,7 +3,8 @@
 # * set 40: 64-byte memory objects; every node adds to a counter; such an
 #   object cannot be mapped (SIGBUS), and a checkpoint records its size;
 # * set 41: 4 KiB objects backed by a file on the ION: object 1 starts as
-#   the file says, and flush writes the result back to the file;
+#   the file says, and flush writes the result back to the file; an
+#   object past what the file can hold is refused and left uncreated;
 # * bad definitions are refused: odd or too large sizes, taken ids and
 #   names, relative paths, unknown linkers, sets already in use, and any
 #   definition on a CN;
@@ -70,10 +71,16 @@ if [ "$ZOID_ROLE" = ion ]; then
   echo /tmp/ssi-set40.ckpt > $S/restore || fail "restore set 40"
   echo "40 3" > $S/read
   [ "$(cat $S/read)" = "40 3 $NODES" ] || fail "set 40 after restore: $(cat $S/read)"
+  # An object past what the file can hold is refused, not created
+  # (and not left held: the object stays uncreated).
+  refused "41 2251799813685248 1" add
+  [ "$(counter $S/stats linker_errors)" = 1 ] || fail "linker errors: $(counter $S/stats linker_errors), want 1"
+  awk '$1 == 41 && $2 == 2251799813685248' $S/objects | grep -q " INV_OWNER 0 0 -$" \
+    || fail "the refused object is not left uncreated"
 else
   refused 41 flush
+  [ "$(counter $S/stats linker_errors)" = 0 ] || fail "linker errors"
 fi
-[ "$(counter $S/stats linker_errors)" = 0 ] || fail "linker errors"
 [ "$(counter $S/stats malformed)" = 0 ] && [ "$(counter $S/stats unexpected)" = 0 ] \
   || fail "malformed or unexpected messages"
 nonzero "ssi stats" $S/stats
