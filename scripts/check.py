@@ -133,7 +133,7 @@ def arch_checks(arch, flavor="debug"):
     cns = "2" if arch == "x86_64" else "1"
     t0 = time.time()
     ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
-                 "--cns", cns, "--kdir", kdir, "--timeout", "2400", "--log", logdir,
+                 "--cns", cns, "--kdir", kdir, "--timeout", "3000", "--log", logdir,
                  *adds,
                  "--ion-cmd", "/zoid/tests/run", "--cn-cmd", "/zoid/tests/run"],
                 f"{arch}-pset")

@@ -49,7 +49,10 @@ use crate::zoid_proto::ssi::coherence::{
 };
 use crate::zoid_proto::ssi::wire::{Header, HEADER_LEN};
 
-use crate::linker::{valid_object_size, FileLinker, IoLinker, MemoryLinker, RemoteLinker, SetDef};
+use crate::linker::{
+    valid_object_size, ClientLinker, FileLinker, IoLinker, MemoryLinker, RemoteLinker, SetDef,
+};
+use crate::zoid_kernel::coherence::{Client, CoherenceProvider};
 use crate::zoid_proto::ssi::control::{Definition, LinkerKind};
 use kernel::sync::Arc;
 
@@ -227,6 +230,7 @@ counters! {
         linker_errors: "First touches or flushes a set's I/O linker failed (the access fails).",
         flushes: "Objects written back to their set's store by flush.",
         losses_acknowledged: "Lost objects an administrator acknowledged (lost, on the ION).",
+        clients_attached: "Modules that attached to a set to cache through it (zoidfs consistency=ssi mounts).",
     }
 }
 
@@ -366,7 +370,7 @@ impl Containers {
                     bytes.extend_from_slice(&[0u8; HEADER_LEN], GFP_KERNEL)?;
                     if msg.kind.carries_contents() {
                         if let Some(c) = entry.contents.as_ref() {
-                            linker.export(c.bytes(), &mut bytes)?;
+                            linker.export(object, c.bytes(), &mut bytes)?;
                         }
                     }
                     let h = Header {
@@ -476,6 +480,7 @@ impl Containers {
             size: size as usize,
             kind,
             linker,
+            client: None,
         };
         sets.try_create_and_insert(set, def, GFP_KERNEL)?;
         drop(sets);
@@ -536,14 +541,20 @@ impl Containers {
         }
         let mut n = KVec::with_capacity(d.name().len(), GFP_KERNEL)?;
         n.extend_from_slice(d.name(), GFP_KERNEL)?;
-        let def = SetDef {
+        let mut def = SetDef {
             name: n,
             size: d.size as usize,
             kind: d.linker,
             linker: Arc::new(RemoteLinker(d.linker), GFP_KERNEL)?,
+            client: None,
         };
-        let node = kernel::rbtree::RBTreeNodeReservation::new(GFP_KERNEL)?.into_node(d.set, def);
         let mut sets = self.sets.lock();
+        // A module caching through the set stays attached.
+        if let Some(c) = sets.get(&d.set).and_then(|old| old.client.clone()) {
+            def.linker = c.clone();
+            def.client = Some(c);
+        }
+        let node = kernel::rbtree::RBTreeNodeReservation::new(GFP_KERNEL)?.into_node(d.set, def);
         // The home's word replaces what this node knew (a name, too).
         let renamed = sets
             .iter()
@@ -1256,7 +1267,7 @@ impl Containers {
             bytes.resize(len, 0, GFP_KERNEL).ok()?;
             msg.read_at(HEADER_LEN, &mut bytes).ok()?;
             let mut c = Contents::new(size).ok()?;
-            linker.import(&bytes, c.bytes_mut()).ok()?;
+            linker.import(h.object, &bytes, c.bytes_mut()).ok()?;
             Some(c)
         } else {
             None
@@ -1366,5 +1377,86 @@ impl ThreadBody for Containers {
                 ctx.wait(ms_to_jiffies(10));
             }
         }
+    }
+}
+
+/// zoidfs's page coherence (`zoid_coherence.h`): a module loaded before
+/// ssi attaches to a set by name and holds its objects around the
+/// accesses it caches.
+impl CoherenceProvider for Containers {
+    fn attach(&self, name: &[u8], client: Client) -> Result<u32> {
+        // The table first, as everywhere: no callback of the set's linker
+        // runs while its linker changes.
+        let _t = self.table.lock();
+        let mut sets = self.sets.lock();
+        let Some(id) = sets
+            .iter()
+            .find(|(_, d)| &d.name[..] == name)
+            .map(|(&id, _)| id)
+        else {
+            return Err(ENOENT);
+        };
+        let d = sets.get_mut(&id).ok_or(ENOENT)?;
+        if d.client.is_some() {
+            return Err(EBUSY);
+        }
+        let c = ClientLinker::new(d.linker.clone(), client)?;
+        d.linker = c.clone();
+        d.client = Some(c);
+        self.counters.clients_attached.fetch_add(1, Relaxed);
+        Ok(id)
+    }
+
+    fn detach(&self, set: u32) {
+        let _t = self.table.lock();
+        let mut sets = self.sets.lock();
+        if let Some(d) = sets.get_mut(&set) {
+            if let Some(c) = d.client.take() {
+                // Callers that took the linker before still hold it: it
+                // calls the client no more.
+                c.detach();
+                d.linker = c.inner.clone();
+            }
+        }
+    }
+
+    fn hold(&self, set: u32, object: u64, write: bool) -> Result {
+        let access = if write { Access::Write } else { Access::Read };
+        self.hold(set, object, access)
+    }
+
+    fn unhold(&self, set: u32, object: u64) {
+        self.unhold(set, object);
+    }
+
+    fn unhold_later(&self, set: u32, object: u64) {
+        self.linger(set, object);
+    }
+
+    fn read(&self, set: u32, object: u64, buf: &mut [u8]) -> Result {
+        let t = self.table.lock();
+        let e = t.objects.get(&(set, object)).ok_or(EIO)?;
+        if e.coh.held().is_none() {
+            return Err(EINVAL);
+        }
+        let c = e.contents.as_ref().ok_or(EIO)?;
+        let src = c.bytes().get(..buf.len()).ok_or(EINVAL)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+
+    fn write(&self, set: u32, object: u64, buf: &[u8]) -> Result {
+        let mut t = self.table.lock();
+        let e = t.objects.get_mut(&(set, object)).ok_or(EIO)?;
+        if e.coh.held() != Some(Access::Write) {
+            return Err(EINVAL);
+        }
+        self.unmap(object);
+        let c = e.contents.as_mut().ok_or(EIO)?;
+        c.bytes_mut()
+            .get_mut(..buf.len())
+            .ok_or(EINVAL)?
+            .copy_from_slice(buf);
+        Ok(())
     }
 }

@@ -21,11 +21,17 @@
 //! ION, read at first touch and written back by `flush`).
 //!
 //! **Interface linkers** expose a container: `/dev/ssi` (`devssi.rs`,
-//! objects as shared memory) and the sysfs accessors (`add`, `read`).
+//! objects as shared memory), the sysfs accessors (`add`, `read`), and
+//! zoidfs's page coherence ([`ClientLinker`]: a module loaded before ssi
+//! attaches to a set, and its callbacks run when this node's copies of
+//! the set's objects arrive, leave or are sent).
 
 use kernel::bindings;
 use kernel::prelude::*;
 
+use kernel::sync::{new_mutex, Mutex};
+
+use crate::zoid_kernel::coherence::Client;
 use crate::zoid_kernel::sysfs::SysfsWriter;
 use crate::zoid_kernel::vfs::{CPath, Export, File};
 use crate::zoid_proto::ssi::control::LinkerKind;
@@ -56,15 +62,15 @@ pub(crate) trait IoLinker: Send + Sync {
         Ok(())
     }
 
-    /// The bytes that carry `contents` to another node.
-    fn export(&self, contents: &[u8], out: &mut KVec<u8>) -> Result {
+    /// The bytes that carry `object`'s `contents` to another node.
+    fn export(&self, _object: u64, contents: &[u8], out: &mut KVec<u8>) -> Result {
         out.extend_from_slice(contents, GFP_KERNEL)?;
         Ok(())
     }
 
     /// Contents from the bytes another node's `export` made (`EMSGSIZE`
     /// if they do not fit).
-    fn import(&self, bytes: &[u8], contents: &mut [u8]) -> Result {
+    fn import(&self, _object: u64, bytes: &[u8], contents: &mut [u8]) -> Result {
         if bytes.len() != contents.len() {
             return Err(EMSGSIZE);
         }
@@ -166,12 +172,93 @@ impl IoLinker for RemoteLinker {
     }
 }
 
+/// A set another module caches through (zoidfs, `zoid_coherence.h`): the
+/// set's own linker does the I/O, the client hears of this node's copies
+/// (and writes back or drops what it cached of them).
+#[pin_data]
+pub(crate) struct ClientLinker {
+    /// The set's linker before the client attached (and after).
+    pub(crate) inner: kernel::sync::Arc<dyn IoLinker>,
+    /// `None` once detached: the callbacks run under this lock, so
+    /// detaching waits for the one running.
+    #[pin]
+    client: Mutex<Option<Client>>,
+}
+
+impl ClientLinker {
+    /// `client` on top of `inner`.
+    pub(crate) fn new(
+        inner: kernel::sync::Arc<dyn IoLinker>,
+        client: Client,
+    ) -> Result<kernel::sync::Arc<Self>> {
+        kernel::sync::Arc::pin_init(
+            pin_init!(Self {
+                inner,
+                client <- new_mutex!(Some(client), "ssi::client"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// No callback runs after this returns.
+    pub(crate) fn detach(&self) {
+        *self.client.lock() = None;
+    }
+
+    fn with_client(&self, f: impl FnOnce(&Client)) {
+        if let Some(c) = self.client.lock().as_ref() {
+            f(c);
+        }
+    }
+}
+
+impl IoLinker for ClientLinker {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn describe(&self, w: &mut SysfsWriter<'_>) -> Result {
+        self.inner.describe(w)?;
+        w.write_bytes(b" (cached through)")
+    }
+
+    fn first_touch(&self, object: u64, contents: &mut [u8]) -> Result {
+        self.inner.first_touch(object, contents)
+    }
+
+    fn insert(&self, object: u64) {
+        self.inner.insert(object);
+        self.with_client(|c| c.insert(object));
+    }
+
+    fn invalidate(&self, object: u64) {
+        self.with_client(|c| c.invalidate(object));
+        self.inner.invalidate(object);
+    }
+
+    fn flush(&self, object: u64, contents: &[u8]) -> Result {
+        self.inner.flush(object, contents)
+    }
+
+    fn export(&self, object: u64, contents: &[u8], out: &mut KVec<u8>) -> Result {
+        // What the client cached of the object reaches its store first.
+        self.with_client(|c| c.export(object));
+        self.inner.export(object, contents, out)
+    }
+
+    fn import(&self, object: u64, bytes: &[u8], contents: &mut [u8]) -> Result {
+        self.inner.import(object, bytes, contents)
+    }
+}
+
 /// A set's definition: its name, object size and I/O linker.
 pub(crate) struct SetDef {
     pub(crate) name: KVec<u8>,
     pub(crate) size: usize,
     pub(crate) kind: LinkerKind,
     pub(crate) linker: kernel::sync::Arc<dyn IoLinker>,
+    /// The module caching through the set, if one attached.
+    pub(crate) client: Option<kernel::sync::Arc<ClientLinker>>,
 }
 
 /// Whether `size` can be a set's object size: a power of two from 64
@@ -223,18 +310,73 @@ mod tests {
         assert_eq!(FileLinker::offset(1 << 53, 4096), Err(EFBIG));
     }
 
+    /// What a fake client heard: the sum of `(event + 1) * object`.
+    static HEARD: kernel::sync::atomic::Atomic<u64> = kernel::sync::atomic::Atomic::new(0);
+
+    fn heard() -> u64 {
+        HEARD.xchg(0, kernel::sync::atomic::Relaxed)
+    }
+
+    extern "C" fn heard_insert(_ctx: *mut kernel::ffi::c_void, object: u64) {
+        HEARD.fetch_add(object, kernel::sync::atomic::Relaxed);
+    }
+
+    extern "C" fn heard_invalidate(_ctx: *mut kernel::ffi::c_void, object: u64) {
+        HEARD.fetch_add(2 * object, kernel::sync::atomic::Relaxed);
+    }
+
+    extern "C" fn heard_export(_ctx: *mut kernel::ffi::c_void, object: u64) {
+        HEARD.fetch_add(3 * object, kernel::sync::atomic::Relaxed);
+    }
+
+    /// A client linker tells its client of arrivals, departures and
+    /// sends, leaves the I/O to the set's linker, and is silent once
+    /// detached.
+    #[test]
+    fn client_linker_calls_the_client_until_detached() {
+        let _ = heard();
+        // SAFETY: the callbacks only count, from any thread.
+        let client = unsafe {
+            Client::new(
+                core::ptr::null_mut(),
+                Some(heard_insert),
+                Some(heard_invalidate),
+                Some(heard_export),
+            )
+        };
+        let inner: kernel::sync::Arc<dyn IoLinker> =
+            kernel::sync::Arc::new(MemoryLinker, GFP_KERNEL).unwrap();
+        let l = ClientLinker::new(inner, client).unwrap();
+        assert_eq!(l.kind(), "memory");
+        l.insert(5);
+        assert_eq!(heard(), 5);
+        l.invalidate(5);
+        assert_eq!(heard(), 10);
+        let mut out = KVec::new();
+        l.export(7, &[9, 9], &mut out).unwrap();
+        assert_eq!((heard(), &out[..]), (21, &[9u8, 9][..]));
+        let mut c = [0u8; 4];
+        l.first_touch(1, &mut c).unwrap();
+        assert_eq!((heard(), c), (0, [0; 4]));
+        l.detach();
+        l.insert(5);
+        l.invalidate(5);
+        l.export(7, &[1], &mut out).unwrap();
+        assert_eq!(heard(), 0);
+    }
+
     /// The default export/import move the bytes unchanged, and import
     /// refuses a wrong length.
     #[test]
     fn memory_export_import_is_identity() {
         let l = MemoryLinker;
         let mut out = KVec::new();
-        l.export(&[1, 2, 3], &mut out).unwrap();
+        l.export(7, &[1, 2, 3], &mut out).unwrap();
         assert_eq!(&out[..], &[1, 2, 3]);
         let mut c = [0u8; 3];
-        l.import(&out, &mut c).unwrap();
+        l.import(7, &out, &mut c).unwrap();
         assert_eq!(c, [1, 2, 3]);
         let mut short = [0u8; 2];
-        assert_eq!(l.import(&out, &mut short), Err(EMSGSIZE));
+        assert_eq!(l.import(7, &out, &mut short), Err(EMSGSIZE));
     }
 }

@@ -71,6 +71,7 @@ mod zoid_kernel;
 mod zoid_proto;
 
 use container::{Containers, CHANNEL};
+use zoid_kernel::coherence::Provision;
 use zoid_kernel::hooks::{Hook, HookHandler, Hooks};
 use zoid_kernel::kthread::KThread;
 use zoid_kernel::procevents::{ProcessEvent, ProcessObserver, ProcessProbes};
@@ -497,10 +498,12 @@ impl treenet::Handler for Net {
     }
 }
 
-/// The loaded module.  Fields drop in order: no new `/dev/ssi` file (an
+/// The loaded module.  Fields drop in order: no coherence provider (an
+/// attached zoidfs mount keeps the module), no new `/dev/ssi` file (an
 /// open one, or a mapping, keeps the module), no sysfs access, then no
 /// treenet callback, then no receive thread.
 struct Ssi {
+    _coherence: Provision<Containers>,
     _misc: Pin<KBox<MiscDeviceRegistration<devssi::SsiFile>>>,
     _sysfs: SysfsDir<SsiState>,
     _member: KThread<membership::Membership>,
@@ -509,7 +512,7 @@ struct Ssi {
 }
 
 impl kernel::Module for Ssi {
-    fn init(_module: &'static ThisModule) -> Result<Self> {
+    fn init(module: &'static ThisModule) -> Result<Self> {
         devssi::init_slot();
         let treenet = treenet::attach()?;
         let containers = Arc::pin_init(Containers::new()?, GFP_KERNEL)?;
@@ -573,8 +576,10 @@ impl kernel::Module for Ssi {
         sysfs.context().containers.set_change_notifier(Some(
             zoid_kernel::sysfs::ChangeNotifier::new(&sysfs, Some(&*misc)),
         ));
+        let coherence = Provision::provide(module, sysfs.context().containers.clone())?;
         pr_info!("ssi {SUITE_VERSION} loaded (treenet {treenet})\n");
         Ok(Self {
+            _coherence: coherence,
             _misc: misc,
             _sysfs: sysfs,
             _member: member,

@@ -11,7 +11,9 @@
  *   them in the provider's abi.rs and links through KBUILD_EXTRA_SYMBOLS.
  *   See docs/architecture.md and docs/treenet.md;
  * - the static keys and the dispatcher of the ssi hook points
- *   (zoid_hooks.c: every zoid module depends on treenet).
+ *   (zoid_hooks.c: every zoid module depends on treenet);
+ * - the meeting point of ssi's page coherence and its clients
+ *   (zoid_coherence.c: zoidfs loads before ssi).
  */
 #include <linux/export.h>
 #include <linux/moduleparam.h>
@@ -19,6 +21,7 @@
 
 #include "../../rust/zoid_kernel/shim/all.c"
 #include "../../rust/zoid_kernel/shim/zoid_hooks.c"
+#include "../../rust/zoid_kernel/shim/zoid_coherence.c"
 
 static char *devices = "";
 module_param(devices, charp, 0444);

@@ -1114,6 +1114,12 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_recalled(
     }))
 }
 
+/// `zoidfs_rs_ssi_count()`: counts a `consistency=ssi` event.
+#[no_mangle]
+pub(crate) extern "C" fn zoidfs_rs_ssi_count(event: c_int) {
+    STATS.ssi_event(event);
+}
+
 /// `zoidfs_rs_parse_recall()`: decodes upcall `function`'s `body` (a
 /// recall): 0, or `-EPROTO` for anything else and malformed bodies.
 ///

@@ -37,6 +37,10 @@ counters! {
         grants: "Opens granted caching (consistency=relaxed: the file's only CN).",
         recalls: "Recalls received (another CN opened a file this CN cached).",
         bad_upcalls: "Upcalls from the ION that did not decode.",
+        ssi_inserts: "consistency=ssi: page or size objects that arrived on this CN.",
+        ssi_invalidations: "consistency=ssi: objects that left (their pages written back and dropped).",
+        ssi_exports: "consistency=ssi: objects sent to another CN (their pages written back first).",
+        ssi_refreshes: "consistency=ssi: attributes fetched because a file's size object moved.",
         bytes_read: "Bytes read from the ION.",
         bytes_written: "Bytes written to the ION.",
         errors: "Calls that failed (any errno, the ION's or zoid's).",
@@ -143,5 +147,20 @@ impl Counters {
     /// Counts bytes written.
     pub(crate) fn bytes_written(&self, n: i64) {
         self.bytes_written.fetch_add(n.max(0) as u64, Relaxed);
+    }
+}
+
+impl Counters {
+    /// Counts an event of `consistency=ssi` (`zoidfs_rs_ssi_count`):
+    /// insert, invalidate, export, refresh (`enum Ssi_*` in zoidfs_vfs.c).
+    pub(crate) fn ssi_event(&self, event: i32) {
+        let c = match event {
+            0 => &self.ssi_inserts,
+            1 => &self.ssi_invalidations,
+            2 => &self.ssi_exports,
+            3 => &self.ssi_refreshes,
+            _ => return,
+        };
+        c.fetch_add(1, Relaxed);
     }
 }

@@ -175,6 +175,9 @@ int zoidfs_rs_recalled(const struct zoidfs_conn *c, const struct zoidfs_fh *fh, 
 int zoidfs_rs_parse_recall(u16 function, const void *body, size_t len, struct zoidfs_fh *fh,
 			   u64 *ino, u32 *grant);
 
+/* consistency=ssi: counts what ssi's callbacks and the size object did. */
+void zoidfs_rs_ssi_count(int event);
+
 /* Implemented in C (zoidfs_vfs.c), called from the module's init/exit. */
 int zoidfs_register(void);
 void zoidfs_unregister(void);

@@ -27,6 +27,16 @@
  * the file (an upcall: the holder writes back, drops its pages and
  * answers; the second open returns only then).  Without a grant, reads
  * and writes go to the ION as with cache=none.
+ *
+ * consistency=ssi (with cache=strict|loose): page coherence through ssi
+ * containers, Kerrighed's write-invalidate protocol page by page.  Every
+ * page of a file has an object in an ssi set (ssi_set=, defined on the
+ * ION); a CN caches a page only while it holds the object's copy, reads
+ * under a read hold and writes under a write hold, and when the object
+ * leaves or is sent, ssi calls back here first: the page is written back
+ * (and dropped, if the copy leaves).  A second object per file stands for
+ * its size.  Every CN then reads what any CN last wrote, at once, while
+ * pages stay cached and written back lazily (docs/zoidfs.md).
  */
 #include <linux/backing-dev.h>
 #include <linux/cred.h>
@@ -47,6 +57,7 @@
 #include "zoidfs.h"
 #include "../../drivers/zoid/zoid_client.h"
 #include "../../rust/zoid_kernel/shim/zoid_hooks.h"
+#include "../../rust/zoid_kernel/shim/zoid_coherence.h"
 
 /* Bytes of call header, groups and fixed arguments a data call may need. */
 #define ZOIDFS_CALL_OVERHEAD 1024
@@ -61,14 +72,28 @@
 #define ZOIDFS_DIR_START 2
 
 enum { Cache_none, Cache_strict, Cache_loose };
-enum { Consistency_serial, Consistency_relaxed };
+enum { Consistency_serial, Consistency_relaxed, Consistency_ssi };
 
 /* consistency= values. */
 static const struct constant_table zoidfs_consistency_modes[] = {
 	{ "serial", Consistency_serial },
 	{ "relaxed", Consistency_relaxed },
+	{ "ssi", Consistency_ssi },
 	{}
 };
+
+/* consistency=ssi: the set ssi_set= names unless told otherwise. */
+#define ZOIDFS_SSI_SET "zoidfs"
+/*
+ * Object ids: a file's key (from its ION inode number) in the high 32
+ * bits, the page index in the low ones; index ZOIDFS_SSI_SIZE stands for
+ * the file's size (and holds the count of its truncations).
+ */
+#define ZOIDFS_SSI_SIZE 0xffffffffULL
+/* zoidfs_inode.ssi_flags: the size object came or went, look again. */
+#define ZOIDFS_SSI_STALE 0
+/* What the callbacks saw (zoidfs_rs_ssi_count). */
+enum { Ssi_insert, Ssi_invalidate, Ssi_export, Ssi_refresh };
 
 /* cache= values, indexed by Cache_*. */
 static const struct constant_table zoidfs_cache_modes[] = {
@@ -94,6 +119,12 @@ struct zoidfs_sb {
 	u32 retrans;
 	bool hard;
 	char *export;
+	/* consistency=ssi: the set, and the files that may cache pages. */
+	bool ssi;
+	struct zoid_coherence_set coh;
+	spinlock_t ssi_lock;
+	struct list_head ssi_inodes;
+	char *ssi_set;
 };
 
 struct zoidfs_inode {
@@ -110,6 +141,14 @@ struct zoidfs_inode {
 	struct mutex open_lock;
 	unsigned int opens;
 	u32 grant;
+	/*
+	 * consistency=ssi: on zoidfs_sb.ssi_inodes (under ssi_lock), the key
+	 * of its objects, ZOIDFS_SSI_STALE, and the truncations seen.
+	 */
+	struct list_head ssi_link;
+	u32 ssi_key;
+	unsigned long ssi_flags;
+	u64 ssi_truncs;
 	struct inode vfs_inode;
 };
 
@@ -143,6 +182,7 @@ static const struct file_operations zoidfs_dir_fops;
 static const struct file_operations zoidfs_file_fops;
 static const struct file_operations zoidfs_cached_fops;
 static const struct file_operations zoidfs_relaxed_fops;
+static const struct file_operations zoidfs_ssi_fops;
 static const struct address_space_operations zoidfs_aops;
 static const struct dentry_operations zoidfs_dentry_ops;
 
@@ -172,7 +212,8 @@ static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bo
 	 */
 	spin_lock(&inode->i_lock);
 	dirty = S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode);
-	changed = S_ISREG(inode->i_mode) && !ours && !dirty &&
+	/* consistency=ssi: cached pages are the objects' business. */
+	changed = S_ISREG(inode->i_mode) && !ours && !dirty && !ZSB(inode->i_sb)->ssi &&
 		(mtime.tv_sec != a->mtime_sec || mtime.tv_nsec != a->mtime_nsec ||
 		 i_size_read(inode) != a->size);
 	if (!dirty || a->size > i_size_read(inode))
@@ -260,6 +301,8 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 		inode->i_op = &zoidfs_file_iops;
 		if (ZSB(sb)->relaxed)
 			inode->i_fop = &zoidfs_relaxed_fops;
+		else if (ZSB(sb)->ssi)
+			inode->i_fop = &zoidfs_ssi_fops;
 		else if (ZSB(sb)->cache == Cache_none)
 			inode->i_fop = &zoidfs_file_fops;
 		else
@@ -276,6 +319,13 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 	}
 	zoidfs_apply_attr(inode, a);
 	unlock_new_inode(inode);
+	if (S_ISREG(inode->i_mode) && ZSB(sb)->ssi) {
+		/* Where ssi's callbacks find it. */
+		ZI(inode)->ssi_key = (u32)(a->ino ^ (a->ino >> 32));
+		spin_lock(&ZSB(sb)->ssi_lock);
+		list_add(&ZI(inode)->ssi_link, &ZSB(sb)->ssi_inodes);
+		spin_unlock(&ZSB(sb)->ssi_lock);
+	}
 	return inode;
 }
 
@@ -290,6 +340,11 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 	zi->wb_cred = NULL;
 	zi->opens = 0;
 	zi->grant = 0;
+	INIT_LIST_HEAD(&zi->ssi_link);
+	zi->ssi_key = 0;
+	/* Whatever the size object says is news to a new inode. */
+	zi->ssi_flags = BIT(ZOIDFS_SSI_STALE);
+	zi->ssi_truncs = 0;
 	return &zi->vfs_inode;
 }
 
@@ -297,6 +352,11 @@ static void zoidfs_evict_inode(struct inode *inode)
 {
 	struct zoidfs_inode *zi = ZI(inode);
 
+	if (!list_empty(&zi->ssi_link)) {
+		spin_lock(&ZSB(inode->i_sb)->ssi_lock);
+		list_del_init(&zi->ssi_link);
+		spin_unlock(&ZSB(inode->i_sb)->ssi_lock);
+	}
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
 	if (zi->wb_cred) {
@@ -602,6 +662,11 @@ static const char *zoidfs_get_link(struct dentry *dentry, struct inode *inode,
 
 /* ---- Attributes ---- */
 
+static int zoidfs_ssi_hold_size(struct inode *inode, bool write);
+static void zoidfs_ssi_unhold_size(struct inode *inode);
+static int zoidfs_ssi_truncate(struct mnt_idmap *idmap, struct dentry *dentry,
+			       struct iattr *ia);
+
 static int zoidfs_getattr(struct mnt_idmap *idmap, const struct path *path,
 			  struct kstat *stat, u32 request_mask, unsigned int flags)
 {
@@ -609,6 +674,14 @@ static int zoidfs_getattr(struct mnt_idmap *idmap, const struct path *path,
 	bool force = (flags & AT_STATX_SYNC_TYPE) == AT_STATX_FORCE_SYNC;
 	int err;
 
+	if ((flags & AT_STATX_SYNC_TYPE) != AT_STATX_DONT_SYNC && S_ISREG(inode->i_mode) &&
+	    ZSB(inode->i_sb)->ssi) {
+		/* consistency=ssi: the size as the CN that last changed it has it. */
+		err = zoidfs_ssi_hold_size(inode, false);
+		if (err)
+			return err;
+		zoidfs_ssi_unhold_size(inode);
+	}
 	if ((flags & AT_STATX_SYNC_TYPE) != AT_STATX_DONT_SYNC) {
 		/* Size and mtime as the ION will have them: write back first. */
 		if (S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode)) {
@@ -625,8 +698,9 @@ static int zoidfs_getattr(struct mnt_idmap *idmap, const struct path *path,
 	return 0;
 }
 
-static int zoidfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
-			  struct iattr *ia)
+/* setattr, whatever the consistency. */
+static int zoidfs_do_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+			     struct iattr *ia)
 {
 	struct inode *inode = d_inode(dentry);
 	struct zoidfs_setattr s = {};
@@ -693,6 +767,16 @@ static int zoidfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	}
 	zoidfs_apply_attr(inode, &a);
 	return 0;
+}
+
+static int zoidfs_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
+			  struct iattr *ia)
+{
+	struct inode *inode = d_inode(dentry);
+
+	if ((ia->ia_valid & ATTR_SIZE) && S_ISREG(inode->i_mode) && ZSB(inode->i_sb)->ssi)
+		return zoidfs_ssi_truncate(idmap, dentry, ia);
+	return zoidfs_do_setattr(idmap, dentry, ia);
 }
 
 /* ---- Directories ---- */
@@ -1652,6 +1736,398 @@ static const struct file_operations zoidfs_dir_fops = {
 	.fsync = zoidfs_fsync,
 };
 
+
+/* ---- consistency=ssi ---- */
+
+/* Object `index` of `inode`'s file. */
+static u64 zoidfs_ssi_object(struct inode *inode, u64 index)
+{
+	return (u64)ZI(inode)->ssi_key << 32 | index;
+}
+
+/*
+ * ssi's news about `object`, in its receive thread or in the task that
+ * released the object, before the message that lets another CN go on is
+ * sent: a page object that leaves or is sent has its page written back
+ * (and dropped, when this CN's copy leaves), one that arrives drops a
+ * page cached without it (a race with a fault); the size object writes
+ * the whole file back (the ION's size then is this CN's) and marks the
+ * attributes stale.
+ */
+static void zoidfs_ssi_event(void *ctx, u64 object, int event)
+{
+	struct zoidfs_sb *sbi = ctx;
+	struct zoidfs_inode *zi;
+	struct inode *found[4];
+	u64 index = object & ZOIDFS_SSI_SIZE;
+	int i, n = 0;
+
+	/* Files whose keys collide share objects: every one of them hears. */
+	spin_lock(&sbi->ssi_lock);
+	list_for_each_entry(zi, &sbi->ssi_inodes, ssi_link) {
+		if (zi->ssi_key == object >> 32 && n < ARRAY_SIZE(found) &&
+		    igrab(&zi->vfs_inode))
+			found[n++] = &zi->vfs_inode;
+	}
+	spin_unlock(&sbi->ssi_lock);
+	for (i = 0; i < n; i++) {
+		struct inode *inode = found[i];
+		struct address_space *m = inode->i_mapping;
+
+		if (index == ZOIDFS_SSI_SIZE) {
+			if (event != Ssi_insert)
+				filemap_write_and_wait(m);
+			if (event != Ssi_export)
+				set_bit(ZOIDFS_SSI_STALE, &ZI(inode)->ssi_flags);
+		} else {
+			loff_t pos = index << PAGE_SHIFT;
+
+			if (event != Ssi_insert)
+				filemap_write_and_wait_range(m, pos, pos + PAGE_SIZE - 1);
+			if (event != Ssi_export && m->nrpages)
+				invalidate_inode_pages2_range(m, index, index);
+		}
+		iput(inode);
+	}
+	zoidfs_rs_ssi_count(event);
+}
+
+static void zoidfs_ssi_insert(void *ctx, u64 object)
+{
+	zoidfs_ssi_event(ctx, object, Ssi_insert);
+}
+
+static void zoidfs_ssi_invalidate(void *ctx, u64 object)
+{
+	zoidfs_ssi_event(ctx, object, Ssi_invalidate);
+}
+
+static void zoidfs_ssi_export(void *ctx, u64 object)
+{
+	zoidfs_ssi_event(ctx, object, Ssi_export);
+}
+
+/*
+ * Holds the file's size object (to write: to change the size) and, if it
+ * moved since this CN last looked, takes the attributes from the ION (the
+ * CN that had it wrote back first) and drops the whole cache if another
+ * CN truncated the file meanwhile.
+ */
+static int zoidfs_ssi_hold_size(struct inode *inode, bool write)
+{
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	struct zoidfs_inode *zi = ZI(inode);
+	u64 object = zoidfs_ssi_object(inode, ZOIDFS_SSI_SIZE);
+	__le64 truncs;
+	int err;
+
+	err = zoid_coherence_hold(&sbi->coh, object, write);
+	if (err)
+		return err;
+	if (!test_and_clear_bit(ZOIDFS_SSI_STALE, &zi->ssi_flags))
+		return 0;
+	err = zoid_coherence_read(&sbi->coh, object, &truncs, sizeof(truncs));
+	if (!err && le64_to_cpu(truncs) != zi->ssi_truncs) {
+		err = filemap_write_and_wait(inode->i_mapping);
+		if (!err)
+			err = invalidate_inode_pages2(inode->i_mapping);
+		if (!err)
+			zi->ssi_truncs = le64_to_cpu(truncs);
+	}
+	if (!err)
+		err = zoidfs_revalidate(inode, true);
+	if (err) {
+		set_bit(ZOIDFS_SSI_STALE, &zi->ssi_flags);
+		zoid_coherence_unhold(&sbi->coh, object);
+		return err;
+	}
+	zoidfs_rs_ssi_count(Ssi_refresh);
+	return 0;
+}
+
+static void zoidfs_ssi_unhold_size(struct inode *inode)
+{
+	zoid_coherence_unhold(&ZSB(inode->i_sb)->coh,
+			      zoidfs_ssi_object(inode, ZOIDFS_SSI_SIZE));
+}
+
+/* A truncate: under the size object, and counted in it for the others. */
+static int zoidfs_ssi_truncate(struct mnt_idmap *idmap, struct dentry *dentry,
+			       struct iattr *ia)
+{
+	struct inode *inode = d_inode(dentry);
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	u64 object = zoidfs_ssi_object(inode, ZOIDFS_SSI_SIZE);
+	__le64 truncs;
+	int err;
+
+	err = zoidfs_ssi_hold_size(inode, true);
+	if (err)
+		return err;
+	err = zoidfs_do_setattr(idmap, dentry, ia);
+	if (!err) {
+		ZI(inode)->ssi_truncs++;
+		truncs = cpu_to_le64(ZI(inode)->ssi_truncs);
+		err = zoid_coherence_write(&sbi->coh, object, &truncs, sizeof(truncs));
+	}
+	zoid_coherence_unhold(&sbi->coh, object);
+	return err;
+}
+
+/* The bytes of `iter` from `pos` to the end of pos's page. */
+static size_t zoidfs_ssi_chunk(loff_t pos, struct iov_iter *iter)
+{
+	return min_t(size_t, iov_iter_count(iter), PAGE_SIZE - offset_in_page(pos));
+}
+
+/*
+ * Reads page by page, each under its object's read hold, through the page
+ * cache (O_DIRECT too: coherence is the page cache's here).
+ */
+static ssize_t zoidfs_ssi_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	ssize_t done = 0, n;
+	int err;
+
+	if (!iov_iter_count(to))
+		return 0;
+	iocb->ki_flags &= ~IOCB_DIRECT;
+	err = zoidfs_ssi_hold_size(inode, false);
+	if (err)
+		return err;
+	while (iov_iter_count(to) && iocb->ki_pos < i_size_read(inode)) {
+		u64 index = iocb->ki_pos >> PAGE_SHIFT, object;
+		size_t chunk = zoidfs_ssi_chunk(iocb->ki_pos, to);
+		size_t rest = iov_iter_count(to) - chunk;
+
+		if (index >= ZOIDFS_SSI_SIZE) {
+			err = -EFBIG;
+			break;
+		}
+		object = zoidfs_ssi_object(inode, index);
+		err = zoid_coherence_hold(&sbi->coh, object, false);
+		if (err)
+			break;
+		iov_iter_truncate(to, chunk);
+		n = generic_file_read_iter(iocb, to);
+		iov_iter_reexpand(to, iov_iter_count(to) + rest);
+		zoid_coherence_unhold(&sbi->coh, object);
+		if (n <= 0) {
+			err = n;
+			break;
+		}
+		done += n;
+		if (n < chunk)
+			break;
+	}
+	zoidfs_ssi_unhold_size(inode);
+	return done ? done : err;
+}
+
+/*
+ * Writes page by page, each under its object's write hold, into the page
+ * cache (written back later, or when another CN asks for the page).  A
+ * write that may grow the file holds the size object to write.  O_DIRECT
+ * writes back what it wrote before it returns.
+ */
+static ssize_t zoidfs_ssi_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct file *file = iocb->ki_filp;
+	struct inode *inode = file_inode(file);
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	bool direct = iocb->ki_flags & IOCB_DIRECT, grow;
+	ssize_t done = 0, n;
+	loff_t start = 0;
+	int err;
+
+	iocb->ki_flags &= ~IOCB_DIRECT;
+	zoidfs_note_writer(inode);
+	inode_lock(inode);
+	grow = (iocb->ki_flags & IOCB_APPEND) ||
+		iocb->ki_pos + iov_iter_count(from) > i_size_read(inode);
+	for (;;) {
+		err = zoidfs_ssi_hold_size(inode, grow);
+		if (err)
+			goto unlock;
+		if (grow || iocb->ki_pos + iov_iter_count(from) <= i_size_read(inode))
+			break;
+		/* The file shrank meanwhile: the write grows it now. */
+		zoidfs_ssi_unhold_size(inode);
+		grow = true;
+	}
+	n = generic_write_checks(iocb, from);
+	if (n <= 0) {
+		err = n;
+		goto unhold;
+	}
+	err = file_remove_privs(file);
+	if (!err)
+		err = file_update_time(file);
+	if (err)
+		goto unhold;
+	start = iocb->ki_pos;
+	while (iov_iter_count(from)) {
+		u64 index = iocb->ki_pos >> PAGE_SHIFT, object;
+		size_t chunk = zoidfs_ssi_chunk(iocb->ki_pos, from);
+		size_t rest = iov_iter_count(from) - chunk;
+
+		if (index >= ZOIDFS_SSI_SIZE) {
+			err = -EFBIG;
+			break;
+		}
+		object = zoidfs_ssi_object(inode, index);
+		err = zoid_coherence_hold(&sbi->coh, object, true);
+		if (err)
+			break;
+		iov_iter_truncate(from, chunk);
+		n = generic_perform_write(iocb, from);
+		iov_iter_reexpand(from, iov_iter_count(from) + rest);
+		zoid_coherence_unhold(&sbi->coh, object);
+		if (n <= 0) {
+			err = n;
+			break;
+		}
+		done += n;
+		if (n < chunk)
+			break;
+	}
+unhold:
+	zoidfs_ssi_unhold_size(inode);
+unlock:
+	inode_unlock(inode);
+	if (done > 0 && direct) {
+		err = filemap_write_and_wait_range(inode->i_mapping, start, start + done - 1);
+		if (err)
+			return err;
+	}
+	if (done > 0)
+		return generic_write_sync(iocb, done);
+	return err;
+}
+
+/*
+ * close: the last close of an open file writes back (errors reported
+ * there); before it, cached writes wait for another CN to ask for them.
+ */
+static int zoidfs_ssi_flush(struct file *file, fl_owner_t id)
+{
+	if (file_count(file) > 1)
+		return 0;
+	return zoidfs_cached_flush(file, id);
+}
+
+/* lseek to the end (or to data or holes): the size as it is now. */
+static loff_t zoidfs_ssi_llseek(struct file *file, loff_t offset, int whence)
+{
+	struct inode *inode = file_inode(file);
+	loff_t pos;
+	int err;
+
+	if (whence != SEEK_END && whence != SEEK_DATA && whence != SEEK_HOLE)
+		return generic_file_llseek(file, offset, whence);
+	err = zoidfs_ssi_hold_size(inode, false);
+	if (err)
+		return err;
+	pos = generic_file_llseek(file, offset, whence);
+	zoidfs_ssi_unhold_size(inode);
+	return pos;
+}
+
+/*
+ * Faults hold the page's object as reads and writes do, and let ssi
+ * release it a little later: the fault returns its folio locked, and the
+ * release may have to drop that folio.
+ */
+static vm_fault_t zoidfs_ssi_fault_with(struct vm_fault *vmf, bool write,
+					vm_fault_t (*fault)(struct vm_fault *))
+{
+	struct inode *inode = file_inode(vmf->vma->vm_file);
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	vm_fault_t ret;
+	u64 object;
+	int err;
+
+	if (vmf->pgoff >= ZOIDFS_SSI_SIZE)
+		return VM_FAULT_SIGBUS;
+	object = zoidfs_ssi_object(inode, vmf->pgoff);
+	err = zoid_coherence_hold(&sbi->coh, object, write);
+	if (err == -EINTR)
+		return VM_FAULT_NOPAGE;	/* the signal first, then again */
+	if (err)
+		return VM_FAULT_SIGBUS;
+	ret = fault(vmf);
+	zoid_coherence_unhold_later(&sbi->coh, object);
+	return ret;
+}
+
+static vm_fault_t zoidfs_ssi_fault(struct vm_fault *vmf)
+{
+	return zoidfs_ssi_fault_with(vmf, false, filemap_fault);
+}
+
+static vm_fault_t zoidfs_ssi_page_mkwrite(struct vm_fault *vmf)
+{
+	return zoidfs_ssi_fault_with(vmf, true, filemap_page_mkwrite);
+}
+
+static const struct vm_operations_struct zoidfs_ssi_vm_ops = {
+	.fault = zoidfs_ssi_fault,
+	.map_pages = filemap_map_pages,
+	.page_mkwrite = zoidfs_ssi_page_mkwrite,
+};
+
+static int zoidfs_ssi_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	int err = zoidfs_cached_mmap(file, vma);
+
+	if (!err)
+		vma->vm_ops = &zoidfs_ssi_vm_ops;
+	return err;
+}
+
+/* Attaches the mount to its ssi set (a clear word if that cannot be). */
+static int zoidfs_ssi_attach(struct fs_context *fc, struct zoidfs_sb *sbi)
+{
+	const struct zoid_coherence_client client = {
+		.ctx = sbi,
+		.insert = zoidfs_ssi_insert,
+		.invalidate = zoidfs_ssi_invalidate,
+		.export = zoidfs_ssi_export,
+	};
+	const char *set = sbi->ssi_set;
+	int err = zoid_coherence_attach(set, strlen(set), &client, &sbi->coh);
+
+	switch (err) {
+	case 0:
+		return 0;
+	case -ENODEV:
+		return errorfc(fc, "consistency=ssi needs ssi.ko loaded on this CN"), err;
+	case -ENOENT:
+		return errorfc(fc, "no ssi set \"%s\" here: define it on the ION (/sys/kernel/ssi/sets)",
+			       set), err;
+	case -EBUSY:
+		return errorfc(fc, "ssi set \"%s\" is another mount's", set), err;
+	default:
+		return errorfc(fc, "ssi set \"%s\": attach failed (%d)", set, err), err;
+	}
+}
+
+/* consistency=ssi: as cache=strict|loose, every access under its page's object. */
+static const struct file_operations zoidfs_ssi_fops = {
+	.owner = THIS_MODULE,
+	.open = zoidfs_cached_open,
+	.flush = zoidfs_ssi_flush,
+	.llseek = zoidfs_ssi_llseek,
+	.read_iter = zoidfs_ssi_read_iter,
+	.write_iter = zoidfs_ssi_write_iter,
+	.mmap = zoidfs_ssi_mmap,
+	.fsync = zoidfs_cached_fsync,
+	.splice_read = copy_splice_read,
+	.splice_write = iter_file_splice_write,
+};
+
 /* ---- Extended attributes: user.* and trusted.*, forwarded (not cached) ---- */
 
 static int zoidfs_xattr_get(const struct xattr_handler *handler, struct dentry *dentry,
@@ -1767,6 +2243,10 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",cache=%s", zoidfs_cache_modes[sbi->cache].name);
 	if (sbi->relaxed)
 		seq_puts(m, ",consistency=relaxed");
+	if (sbi->ssi) {
+		seq_puts(m, ",consistency=ssi");
+		seq_show_option(m, "ssi_set", sbi->ssi_set);
+	}
 	if (sbi->cache != Cache_none)
 		seq_printf(m, ",actimeo=%lu", sbi->actimeo / HZ);
 	seq_printf(m, ",%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u,inflight=%u",
@@ -1786,7 +2266,7 @@ static const struct super_operations zoidfs_sops = {
 /* ---- Mounting ---- */
 
 enum { Opt_ion, Opt_export, Opt_cache, Opt_actimeo, Opt_timeo, Opt_retrans, Opt_soft,
-	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight, Opt_consistency };
+	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight, Opt_consistency, Opt_ssi_set };
 
 static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("ion", Opt_ion),
@@ -1801,6 +2281,7 @@ static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("wsize", Opt_wsize),
 	fsparam_u32("inflight", Opt_inflight),
 	fsparam_enum("consistency", Opt_consistency, zoidfs_consistency_modes),
+	fsparam_string("ssi_set", Opt_ssi_set),
 	{}
 };
 
@@ -1808,7 +2289,9 @@ static const struct fs_parameter_spec zoidfs_params[] = {
 struct zoidfs_ctx {
 	u32 ion;		/* U32_MAX: the CN's ION, whichever it is */
 	char *export;
+	char *ssi_set;		/* NULL: ZOIDFS_SSI_SET */
 	int cache;
+	bool cache_given;	/* cache= was written */
 	u32 actimeo;		/* seconds */
 	u32 timeo;
 	u32 retrans;
@@ -1843,6 +2326,17 @@ static int zoidfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case Opt_cache:
 		ctx->cache = result.uint_32;
+		ctx->cache_given = true;
+		break;
+	case Opt_ssi_set:
+		/* As ssi names sets: 1 to 32 letters, digits, '_', '-', '.'. */
+		if (!*param->string || strlen(param->string) > 32 ||
+		    strspn(param->string, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "0123456789_-.") != strlen(param->string))
+			return invalfc(fc, "ssi_set=%s is not a set name", param->string);
+		kfree(ctx->ssi_set);
+		ctx->ssi_set = param->string;
+		param->string = NULL;
 		break;
 	case Opt_consistency:
 		ctx->consistency = result.uint_32;
@@ -1913,11 +2407,27 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	if (ctx->consistency == Consistency_relaxed && ctx->cache != Cache_none)
 		return invalfc(fc, "consistency=relaxed decides caching per file: use it with cache=none");
+	if (ctx->consistency == Consistency_ssi && ctx->cache == Cache_none) {
+		if (ctx->cache_given)
+			return invalfc(fc, "consistency=ssi caches pages: use it with cache=strict or cache=loose");
+		ctx->cache = Cache_loose;
+	}
+	if (ctx->ssi_set && ctx->consistency != Consistency_ssi)
+		return invalfc(fc, "ssi_set= goes with consistency=ssi");
 	sbi = kzalloc(sizeof(*sbi), GFP_KERNEL);
 	if (!sbi)
 		return -ENOMEM;
 	sb->s_fs_info = sbi;
 	INIT_LIST_HEAD(&sbi->relaxed_sbs);
+	spin_lock_init(&sbi->ssi_lock);
+	INIT_LIST_HEAD(&sbi->ssi_inodes);
+	sbi->ssi = ctx->consistency == Consistency_ssi;
+	if (sbi->ssi) {
+		sbi->ssi_set = ctx->ssi_set ? ctx->ssi_set : kstrdup(ZOIDFS_SSI_SET, GFP_KERNEL);
+		ctx->ssi_set = NULL;
+		if (!sbi->ssi_set)
+			return -ENOMEM;
+	}
 	sbi->sb = sb;
 	sbi->cache = ctx->cache;
 	sbi->relaxed = ctx->consistency == Consistency_relaxed;
@@ -1959,6 +2469,13 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	/* A readahead window keeps `inflight` reads on the wire. */
 	sb->s_bdi->ra_pages = max(2U, sbi->inflight) * sbi->rsize / PAGE_SIZE;
 	sb->s_bdi->io_pages = sbi->rsize / PAGE_SIZE;
+	if (sbi->ssi) {
+		/* Each page is read under its own object: no readahead. */
+		sb->s_bdi->ra_pages = 0;
+		err = zoidfs_ssi_attach(fc, sbi);
+		if (err)
+			return err;
+	}
 	sb->s_magic = ZOIDFS_MAGIC;
 	sb->s_op = &zoidfs_sops;
 	sb->s_xattr = zoidfs_xattr_handlers;
@@ -1979,9 +2496,10 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		list_add(&sbi->relaxed_sbs, &zoidfs_relaxed_sbs);
 		mutex_unlock(&zoidfs_relaxed_lock);
 	}
-	pr_info("zoidfs: mounted export \"%s\" of ION %u (cache=%s%s, rsize %u, wsize %u, inflight %u, %s)\n",
+	pr_info("zoidfs: mounted export \"%s\" of ION %u (cache=%s%s%s, rsize %u, wsize %u, inflight %u, %s)\n",
 		export, ion, zoidfs_cache_modes[sbi->cache].name,
-		sbi->relaxed ? ", consistency=relaxed" : "", sbi->rsize, sbi->wsize,
+		sbi->relaxed ? ", consistency=relaxed" : "",
+		sbi->ssi ? ", consistency=ssi" : "", sbi->rsize, sbi->wsize,
 		sbi->inflight, sbi->hard ? "hard" : "soft");
 	return 0;
 }
@@ -1997,6 +2515,7 @@ static void zoidfs_free_fc(struct fs_context *fc)
 
 	if (ctx) {
 		kfree(ctx->export);
+		kfree(ctx->ssi_set);
 		kfree(ctx);
 	}
 }
@@ -2035,9 +2554,20 @@ static void zoidfs_kill_sb(struct super_block *sb)
 		list_del_init(&sbi->relaxed_sbs);
 		mutex_unlock(&zoidfs_relaxed_lock);
 	}
+	if (sbi && sbi->coh.ops) {
+		/*
+		 * consistency=ssi: everything written back while ssi still calls
+		 * us, then no more calls (no file is open: nothing is cached
+		 * that another CN could need from us after this).
+		 */
+		if (sb->s_root)
+			sync_filesystem(sb);
+		zoid_coherence_detach(&sbi->coh);
+	}
 	kill_anon_super(sb);
 	if (sbi) {
 		kfree(sbi->export);
+		kfree(sbi->ssi_set);
 		kfree(sbi);
 	}
 }
