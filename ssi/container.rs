@@ -111,15 +111,21 @@ pub(crate) struct Exited {
     len: usize,
 }
 
-/// A fault's lingering access: set, object, when it ends (ns), and the
-/// thread group of the task that faulted.
+/// A fault's lingering access: set, object, which linger it is (the
+/// entry's `lingering` says the same while it lasts), when it ends (ns),
+/// and the thread group of the task that faulted.
 #[derive(Clone, Copy)]
 pub(crate) struct Linger {
     set: u32,
     object: u64,
     until: u64,
+    /// `until`, or [`NOT_DUE`] while a client's fault still runs.
+    due: u64,
     tgid: i32,
 }
+
+/// A linger whose fault has not ended yet ([`Containers::hold_for_fault`]).
+const NOT_DUE: u64 = u64::MAX;
 
 /// The copyset, on the heap.
 #[derive(Default)]
@@ -916,6 +922,7 @@ impl Containers {
                 set,
                 object,
                 until,
+                due: until,
                 tgid,
             };
             let r = l.push(linger, GFP_KERNEL);
@@ -925,6 +932,58 @@ impl Containers {
         if pushed.is_err() {
             self.end_linger(set, object, until);
             return;
+        }
+        self.rx_kicker.kick();
+    }
+
+    /// Holds the object for a page fault of a client's mapping (zoidfs's):
+    /// as [`Containers::linger`] leaves a fault's access, but from the
+    /// start and due only once [`Containers::fault_done`] says so.  The
+    /// fault then runs, and ends, without taking the table: it returns its
+    /// page locked, and a release elsewhere (under the table) may have to
+    /// lock that page.  A local access of this node may take the hold over
+    /// meanwhile, as it may take any linger over.  Returns the linger.
+    fn hold_for_fault(&self, set: u32, object: u64, access: Access) -> Result<u64> {
+        self.hold(set, object, access)?;
+        let until = now_ns();
+        {
+            let mut t = self.table.lock();
+            if let Some(e) = t.objects.get_mut(&(set, object)) {
+                e.lingering = Some(until);
+            }
+        }
+        let pushed = {
+            let mut l = self.lingering.lock();
+            let linger = Linger {
+                set,
+                object,
+                until,
+                due: NOT_DUE,
+                tgid: crate::zoid_kernel::cred::current_tgid(),
+            };
+            let r = l.push(linger, GFP_KERNEL);
+            self.lingers.store(l.len() as u32, Relaxed);
+            r
+        };
+        if pushed.is_err() {
+            self.end_linger(set, object, until);
+            return Err(ENOMEM);
+        }
+        Ok(until)
+    }
+
+    /// The fault of [`Containers::hold_for_fault`] ended: its hold is due
+    /// after `linger_us`.  Takes no lock a release may wait behind.
+    fn fault_done(&self, set: u32, object: u64, until: u64) {
+        let due = now_ns().saturating_add(u64::from(self.linger_us.load(Relaxed)) * 1000);
+        {
+            let mut l = self.lingering.lock();
+            if let Some(g) = l
+                .iter_mut()
+                .find(|g| g.set == set && g.object == object && g.until == until)
+            {
+                g.due = due;
+            }
         }
         self.rx_kicker.kick();
     }
@@ -965,8 +1024,8 @@ impl Containers {
             let mut i = 0;
             while i < l.len() {
                 let g = l[i];
-                let at_exit = g.until > now && gone(g.tgid);
-                if g.until <= now || at_exit {
+                let at_exit = g.due > now && gone(g.tgid);
+                if g.due <= now || at_exit {
                     if due.push(g, GFP_KERNEL).is_err() {
                         // Later, then.
                         next = Some(0);
@@ -977,8 +1036,10 @@ impl Containers {
                     }
                     let _ = l.remove(i);
                 } else {
-                    let left = g.until - now;
-                    next = Some(next.map_or(left, |n: u64| n.min(left)));
+                    if g.due != NOT_DUE {
+                        let left = g.due - now;
+                        next = Some(next.map_or(left, |n: u64| n.min(left)));
+                    }
                     i += 1;
                 }
             }
@@ -1276,10 +1337,19 @@ impl Containers {
     }
 
     /// Writes one line per known object (`set object state probable_owner
-    /// version held`) for `/sys/kernel/ssi/objects`.
+    /// version held`) for `/sys/kernel/ssi/objects`, as many as the page
+    /// holds, then how many more there are.
     pub(crate) fn show_objects(&self, w: &mut SysfsWriter<'_>) -> Result {
+        // The longest line, and the last one's room.
+        const LINE: usize = 96;
         let t = self.table.lock();
-        for (&(set, object), e) in t.objects.iter() {
+        for (i, (&(set, object), e)) in t.objects.iter().enumerate() {
+            if w.remaining() < 2 * LINE {
+                // A page holds a few dozen objects: say how many are left.
+                let more = t.objects.iter().count() - i;
+                writeln!(w, "... {more} more")?;
+                break;
+            }
             let held = match e.coh.held() {
                 Some(Access::Read) => "read",
                 Some(Access::Write) => "write",
@@ -1429,8 +1499,13 @@ impl CoherenceProvider for Containers {
         self.unhold(set, object);
     }
 
-    fn unhold_later(&self, set: u32, object: u64) {
-        self.linger(set, object);
+    fn hold_fault(&self, set: u32, object: u64, write: bool) -> Result<u64> {
+        let access = if write { Access::Write } else { Access::Read };
+        self.hold_for_fault(set, object, access)
+    }
+
+    fn fault_done(&self, set: u32, object: u64, token: u64) {
+        self.fault_done(set, object, token);
     }
 
     fn read(&self, set: u32, object: u64, buf: &mut [u8]) -> Result {

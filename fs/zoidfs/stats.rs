@@ -41,6 +41,7 @@ counters! {
         ssi_invalidations: "consistency=ssi: objects that left (their pages written back and dropped).",
         ssi_exports: "consistency=ssi: objects sent to another CN (their pages written back first).",
         ssi_refreshes: "consistency=ssi: attributes fetched because a file's size object moved.",
+        ssi_writeback_errors: "consistency=ssi: write-backs that failed before another CN took a page.",
         bytes_read: "Bytes read from the ION.",
         bytes_written: "Bytes written to the ION.",
         errors: "Calls that failed (any errno, the ION's or zoid's).",
@@ -152,13 +153,15 @@ impl Counters {
 
 impl Counters {
     /// Counts an event of `consistency=ssi` (`zoidfs_rs_ssi_count`):
-    /// insert, invalidate, export, refresh (`enum Ssi_*` in zoidfs_vfs.c).
+    /// insert, invalidate, export, refresh, write-back error (`enum Ssi_*`
+    /// in zoidfs_vfs.c).
     pub(crate) fn ssi_event(&self, event: i32) {
         let c = match event {
             0 => &self.ssi_inserts,
             1 => &self.ssi_invalidations,
             2 => &self.ssi_exports,
             3 => &self.ssi_refreshes,
+            4 => &self.ssi_writeback_errors,
             _ => return,
         };
         c.fetch_add(1, Relaxed);

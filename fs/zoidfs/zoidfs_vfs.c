@@ -93,7 +93,7 @@ static const struct constant_table zoidfs_consistency_modes[] = {
 /* zoidfs_inode.ssi_flags: the size object came or went, look again. */
 #define ZOIDFS_SSI_STALE 0
 /* What the callbacks saw (zoidfs_rs_ssi_count). */
-enum { Ssi_insert, Ssi_invalidate, Ssi_export, Ssi_refresh };
+enum { Ssi_insert, Ssi_invalidate, Ssi_export, Ssi_refresh, Ssi_writeback_error };
 
 /* cache= values, indexed by Cache_*. */
 static const struct constant_table zoidfs_cache_modes[] = {
@@ -318,14 +318,14 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 		break;
 	}
 	zoidfs_apply_attr(inode, a);
-	unlock_new_inode(inode);
 	if (S_ISREG(inode->i_mode) && ZSB(sb)->ssi) {
-		/* Where ssi's callbacks find it. */
+		/* Its objects' key, and where ssi's callbacks find it. */
 		ZI(inode)->ssi_key = (u32)(a->ino ^ (a->ino >> 32));
 		spin_lock(&ZSB(sb)->ssi_lock);
 		list_add(&ZI(inode)->ssi_link, &ZSB(sb)->ssi_inodes);
 		spin_unlock(&ZSB(sb)->ssi_lock);
 	}
+	unlock_new_inode(inode);
 	return inode;
 }
 
@@ -1774,18 +1774,30 @@ static void zoidfs_ssi_event(void *ctx, u64 object, int event)
 		struct inode *inode = found[i];
 		struct address_space *m = inode->i_mapping;
 
+		int err = 0;
+
 		if (index == ZOIDFS_SSI_SIZE) {
 			if (event != Ssi_insert)
-				filemap_write_and_wait(m);
+				err = filemap_write_and_wait(m);
 			if (event != Ssi_export)
 				set_bit(ZOIDFS_SSI_STALE, &ZI(inode)->ssi_flags);
 		} else {
 			loff_t pos = index << PAGE_SHIFT;
 
 			if (event != Ssi_insert)
-				filemap_write_and_wait_range(m, pos, pos + PAGE_SIZE - 1);
+				err = filemap_write_and_wait_range(m, pos, pos + PAGE_SIZE - 1);
 			if (event != Ssi_export && m->nrpages)
 				invalidate_inode_pages2_range(m, index, index);
+		}
+		/*
+		 * The ION took no write-back (it is gone, or refused it): the
+		 * other CN reads what the ION has.  The error stays on the file
+		 * for this CN's fsync and close; count it, and say it.
+		 */
+		if (err) {
+			zoidfs_rs_ssi_count(Ssi_writeback_error);
+			pr_warn_ratelimited("zoidfs: consistency=ssi: write-back of inode %llu failed (%d) before another CN took it\n",
+					    (unsigned long long)inode->i_ino, err);
 		}
 		iput(inode);
 	}
@@ -1865,8 +1877,11 @@ static int zoidfs_ssi_truncate(struct mnt_idmap *idmap, struct dentry *dentry,
 	if (err)
 		return err;
 	err = zoidfs_do_setattr(idmap, dentry, ia);
+	/* The object's count (files whose keys collide share it), plus one. */
+	if (!err)
+		err = zoid_coherence_read(&sbi->coh, object, &truncs, sizeof(truncs));
 	if (!err) {
-		ZI(inode)->ssi_truncs++;
+		ZI(inode)->ssi_truncs = le64_to_cpu(truncs) + 1;
 		truncs = cpu_to_le64(ZI(inode)->ssi_truncs);
 		err = zoid_coherence_write(&sbi->coh, object, &truncs, sizeof(truncs));
 	}
@@ -1874,45 +1889,36 @@ static int zoidfs_ssi_truncate(struct mnt_idmap *idmap, struct dentry *dentry,
 	return err;
 }
 
-/* The bytes of `iter` from `pos` to the end of pos's page. */
-static size_t zoidfs_ssi_chunk(loff_t pos, struct iov_iter *iter)
-{
-	return min_t(size_t, iov_iter_count(iter), PAGE_SIZE - offset_in_page(pos));
-}
-
 /*
- * Reads page by page, each under its object's read hold, through the page
- * cache (O_DIRECT too: coherence is the page cache's here).
+ * Moves the bytes of `iter` at ki_pos page by page, each page under its
+ * object's hold (to write, or to read), with `move` (a read stops at the
+ * end of the file).  Returns the bytes moved, or the error if none were.
  */
-static ssize_t zoidfs_ssi_read_iter(struct kiocb *iocb, struct iov_iter *to)
+static ssize_t zoidfs_ssi_by_page(struct kiocb *iocb, struct iov_iter *iter, bool write,
+				  ssize_t (*move)(struct kiocb *, struct iov_iter *))
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
 	ssize_t done = 0, n;
-	int err;
+	int err = 0;
 
-	if (!iov_iter_count(to))
-		return 0;
-	iocb->ki_flags &= ~IOCB_DIRECT;
-	err = zoidfs_ssi_hold_size(inode, false);
-	if (err)
-		return err;
-	while (iov_iter_count(to) && iocb->ki_pos < i_size_read(inode)) {
+	while (iov_iter_count(iter) && (write || iocb->ki_pos < i_size_read(inode))) {
 		u64 index = iocb->ki_pos >> PAGE_SHIFT, object;
-		size_t chunk = zoidfs_ssi_chunk(iocb->ki_pos, to);
-		size_t rest = iov_iter_count(to) - chunk;
+		size_t chunk = min_t(size_t, iov_iter_count(iter),
+				     PAGE_SIZE - offset_in_page(iocb->ki_pos));
+		size_t rest = iov_iter_count(iter) - chunk;
 
 		if (index >= ZOIDFS_SSI_SIZE) {
 			err = -EFBIG;
 			break;
 		}
 		object = zoidfs_ssi_object(inode, index);
-		err = zoid_coherence_hold(&sbi->coh, object, false);
+		err = zoid_coherence_hold(&sbi->coh, object, write);
 		if (err)
 			break;
-		iov_iter_truncate(to, chunk);
-		n = generic_file_read_iter(iocb, to);
-		iov_iter_reexpand(to, iov_iter_count(to) + rest);
+		iov_iter_truncate(iter, chunk);
+		n = move(iocb, iter);
+		iov_iter_reexpand(iter, iov_iter_count(iter) + rest);
 		zoid_coherence_unhold(&sbi->coh, object);
 		if (n <= 0) {
 			err = n;
@@ -1922,24 +1928,38 @@ static ssize_t zoidfs_ssi_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		if (n < chunk)
 			break;
 	}
-	zoidfs_ssi_unhold_size(inode);
 	return done ? done : err;
 }
 
+/* Reads through the page cache (O_DIRECT too: coherence is the cache's here). */
+static ssize_t zoidfs_ssi_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+	ssize_t n;
+
+	if (!iov_iter_count(to))
+		return 0;
+	iocb->ki_flags &= ~IOCB_DIRECT;
+	n = zoidfs_ssi_hold_size(inode, false);
+	if (n)
+		return n;
+	n = zoidfs_ssi_by_page(iocb, to, false, generic_file_read_iter);
+	zoidfs_ssi_unhold_size(inode);
+	return n;
+}
+
 /*
- * Writes page by page, each under its object's write hold, into the page
- * cache (written back later, or when another CN asks for the page).  A
- * write that may grow the file holds the size object to write.  O_DIRECT
- * writes back what it wrote before it returns.
+ * Writes into the page cache (written back later, or when another CN asks
+ * for the page).  A write that may grow the file holds the size object to
+ * write.  O_DIRECT writes back what it wrote before it returns.
  */
 static ssize_t zoidfs_ssi_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct file *file = iocb->ki_filp;
 	struct inode *inode = file_inode(file);
-	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
 	bool direct = iocb->ki_flags & IOCB_DIRECT, grow;
-	ssize_t done = 0, n;
-	loff_t start = 0;
+	loff_t start = iocb->ki_pos;
+	ssize_t n;
 	int err;
 
 	iocb->ki_flags &= ~IOCB_DIRECT;
@@ -1948,8 +1968,8 @@ static ssize_t zoidfs_ssi_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	grow = (iocb->ki_flags & IOCB_APPEND) ||
 		iocb->ki_pos + iov_iter_count(from) > i_size_read(inode);
 	for (;;) {
-		err = zoidfs_ssi_hold_size(inode, grow);
-		if (err)
+		n = zoidfs_ssi_hold_size(inode, grow);
+		if (n)
 			goto unlock;
 		if (grow || iocb->ki_pos + iov_iter_count(from) <= i_size_read(inode))
 			break;
@@ -1958,53 +1978,26 @@ static ssize_t zoidfs_ssi_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		grow = true;
 	}
 	n = generic_write_checks(iocb, from);
-	if (n <= 0) {
-		err = n;
-		goto unhold;
+	if (n > 0) {
+		n = file_remove_privs(file);
+		if (!n)
+			n = file_update_time(file);
 	}
-	err = file_remove_privs(file);
-	if (!err)
-		err = file_update_time(file);
-	if (err)
-		goto unhold;
-	start = iocb->ki_pos;
-	while (iov_iter_count(from)) {
-		u64 index = iocb->ki_pos >> PAGE_SHIFT, object;
-		size_t chunk = zoidfs_ssi_chunk(iocb->ki_pos, from);
-		size_t rest = iov_iter_count(from) - chunk;
-
-		if (index >= ZOIDFS_SSI_SIZE) {
-			err = -EFBIG;
-			break;
-		}
-		object = zoidfs_ssi_object(inode, index);
-		err = zoid_coherence_hold(&sbi->coh, object, true);
-		if (err)
-			break;
-		iov_iter_truncate(from, chunk);
-		n = generic_perform_write(iocb, from);
-		iov_iter_reexpand(from, iov_iter_count(from) + rest);
-		zoid_coherence_unhold(&sbi->coh, object);
-		if (n <= 0) {
-			err = n;
-			break;
-		}
-		done += n;
-		if (n < chunk)
-			break;
+	if (!n) {
+		start = iocb->ki_pos;
+		n = zoidfs_ssi_by_page(iocb, from, true, generic_perform_write);
 	}
-unhold:
 	zoidfs_ssi_unhold_size(inode);
 unlock:
 	inode_unlock(inode);
-	if (done > 0 && direct) {
-		err = filemap_write_and_wait_range(inode->i_mapping, start, start + done - 1);
+	if (n > 0 && direct) {
+		err = filemap_write_and_wait_range(inode->i_mapping, start, start + n - 1);
 		if (err)
 			return err;
 	}
-	if (done > 0)
-		return generic_write_sync(iocb, done);
-	return err;
+	if (n > 0)
+		return generic_write_sync(iocb, n);
+	return n;
 }
 
 /*
@@ -2037,28 +2030,37 @@ static loff_t zoidfs_ssi_llseek(struct file *file, loff_t offset, int whence)
 
 /*
  * Faults hold the page's object as reads and writes do, and let ssi
- * release it a little later: the fault returns its folio locked, and the
- * release may have to drop that folio.
+ * release it a little later, from its thread: the fault returns its folio
+ * locked, and the release may have to drop that folio.  The file is held
+ * across the fault (a retried fault lets go of the mm and the file).
  */
 static vm_fault_t zoidfs_ssi_fault_with(struct vm_fault *vmf, bool write,
 					vm_fault_t (*fault)(struct vm_fault *))
 {
-	struct inode *inode = file_inode(vmf->vma->vm_file);
+	struct file *file = get_file(vmf->vma->vm_file);
+	struct inode *inode = file_inode(file);
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
-	vm_fault_t ret;
-	u64 object;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+	u64 object, token;
 	int err;
 
 	if (vmf->pgoff >= ZOIDFS_SSI_SIZE)
-		return VM_FAULT_SIGBUS;
+		goto out;
 	object = zoidfs_ssi_object(inode, vmf->pgoff);
-	err = zoid_coherence_hold(&sbi->coh, object, write);
-	if (err == -EINTR)
-		return VM_FAULT_NOPAGE;	/* the signal first, then again */
-	if (err)
-		return VM_FAULT_SIGBUS;
+	err = zoid_coherence_hold_fault(&sbi->coh, object, write, &token);
+	if (err) {
+		/*
+		 * A signal: a user fault returns to take it and faults again;
+		 * a fault of the kernel's (a copy to user memory) fails.
+		 */
+		if (err == -EINTR && (vmf->flags & FAULT_FLAG_USER))
+			ret = VM_FAULT_NOPAGE;
+		goto out;
+	}
 	ret = fault(vmf);
-	zoid_coherence_unhold_later(&sbi->coh, object);
+	zoid_coherence_fault_done(&sbi->coh, object, token);
+out:
+	fput(file);
 	return ret;
 }
 
@@ -2470,8 +2472,12 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_bdi->ra_pages = max(2U, sbi->inflight) * sbi->rsize / PAGE_SIZE;
 	sb->s_bdi->io_pages = sbi->rsize / PAGE_SIZE;
 	if (sbi->ssi) {
-		/* Each page is read under its own object: no readahead. */
+		/*
+		 * Each page is read under its own object: no readahead, and
+		 * none forced (fadvise, madvise: io_pages) either.
+		 */
 		sb->s_bdi->ra_pages = 0;
+		sb->s_bdi->io_pages = 0;
 		err = zoidfs_ssi_attach(fc, sbi);
 		if (err)
 			return err;

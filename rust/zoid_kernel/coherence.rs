@@ -94,8 +94,13 @@ pub(crate) trait CoherenceProvider: Send + Sync + 'static {
     fn hold(&self, set: u32, object: u64, write: bool) -> Result;
     /// Ends a [`CoherenceProvider::hold`].
     fn unhold(&self, set: u32, object: u64);
-    /// Ends a hold a little later, from another context.
-    fn unhold_later(&self, set: u32, object: u64);
+    /// Holds `object` for a page fault (to write, or to read); returns a
+    /// token for [`CoherenceProvider::fault_done`].
+    fn hold_fault(&self, set: u32, object: u64, write: bool) -> Result<u64>;
+    /// The fault ended (its page may still be locked): the hold ends a
+    /// little later, from another context.  Takes no lock a callback may
+    /// wait behind.
+    fn fault_done(&self, set: u32, object: u64, token: u64);
     /// Copies a held object's first `buf.len()` bytes out.
     fn read(&self, set: u32, object: u64, buf: &mut [u8]) -> Result;
     /// Copies `buf` over a held object's first bytes.
@@ -117,7 +122,8 @@ struct RawOps {
     detach: unsafe extern "C" fn(*mut c_void, u32),
     hold: unsafe extern "C" fn(*mut c_void, u32, u64, bool) -> c_int,
     unhold: unsafe extern "C" fn(*mut c_void, u32, u64),
-    unhold_later: unsafe extern "C" fn(*mut c_void, u32, u64),
+    hold_fault: unsafe extern "C" fn(*mut c_void, u32, u64, bool, *mut u64) -> c_int,
+    fault_done: unsafe extern "C" fn(*mut c_void, u32, u64, u64),
     read: unsafe extern "C" fn(*mut c_void, u32, u64, *mut c_void, usize) -> c_int,
     write: unsafe extern "C" fn(*mut c_void, u32, u64, *const c_void, usize) -> c_int,
 }
@@ -216,13 +222,39 @@ unsafe extern "C" fn unhold_trampoline<P: CoherenceProvider>(
 /// Called by `zoid_coherence.h`'s functions only: `ctx` is the provider
 /// [`Provision::provide`] registered, and pointer arguments are valid for
 /// the lengths given.
-unsafe extern "C" fn unhold_later_trampoline<P: CoherenceProvider>(
+unsafe extern "C" fn hold_fault_trampoline<P: CoherenceProvider>(
     ctx: *mut c_void,
     set: u32,
     object: u64,
+    write: bool,
+    token: *mut u64,
+) -> c_int {
+    if token.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `ctx` is the registered provider.
+    match unsafe { provider::<P>(ctx) }.hold_fault(set, object, write) {
+        Ok(t) => {
+            // SAFETY: `token` is valid for a write (checked non-null above).
+            unsafe { *token = t };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called by `zoid_coherence.h`'s functions only: `ctx` is the provider
+/// [`Provision::provide`] registered.
+unsafe extern "C" fn fault_done_trampoline<P: CoherenceProvider>(
+    ctx: *mut c_void,
+    set: u32,
+    object: u64,
+    token: u64,
 ) {
     // SAFETY: `ctx` is the registered provider.
-    unsafe { provider::<P>(ctx) }.unhold_later(set, object)
+    unsafe { provider::<P>(ctx) }.fault_done(set, object, token)
 }
 
 /// # Safety
@@ -290,7 +322,8 @@ impl<P: CoherenceProvider> Provision<P> {
                 detach: detach_trampoline::<P>,
                 hold: hold_trampoline::<P>,
                 unhold: unhold_trampoline::<P>,
-                unhold_later: unhold_later_trampoline::<P>,
+                hold_fault: hold_fault_trampoline::<P>,
+                fault_done: fault_done_trampoline::<P>,
                 read: read_trampoline::<P>,
                 write: write_trampoline::<P>,
             },

@@ -35,6 +35,11 @@ impl<'a> SysfsWriter<'a> {
         &self.buf[..self.len]
     }
 
+    /// Bytes left in the page.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len() - self.len
+    }
+
     /// Appends raw bytes (a path, say); `EOVERFLOW` beyond the page.
     pub(crate) fn write_bytes(&mut self, b: &[u8]) -> Result {
         let end = self.len.checked_add(b.len()).ok_or(EOVERFLOW)?;

@@ -23,6 +23,11 @@
  *
  * Objects are 4 KiB pages; words are native-endian.  A mapping of an
  * object the pset cannot serve raises SIGBUS (exit status 135).
+ *
+ * With -f FILE instead of -s SET, the commands map pages of FILE instead
+ * of objects of /dev/ssi: a file on a `mount -t zoidfs -o consistency=ssi`
+ * mount, whose pages ssi keeps coherent across CNs (OBJECT is the page
+ * index; the file must reach that far).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,7 +146,7 @@ static int message_passing(int sender, unsigned long object, unsigned long round
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: ssimap [-s SET] add OBJECT OFFSET COUNT | get OBJECT OFFSET |\n"
+		"usage: ssimap [-s SET | -f FILE] add OBJECT OFFSET COUNT | get OBJECT OFFSET |\n"
 		"       get64le OBJECT OFFSET | put OBJECT OFFSET VALUE |\n"
 		"       put64le OBJECT OFFSET VALUE |\n"
 		"       wait OBJECT OFFSET VALUE SECONDS | send OBJECT ROUNDS |\n"
@@ -152,20 +157,23 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	unsigned long set = 0;
-	const char *cmd;
+	const char *cmd, *file = NULL;
 	int a = 1;
 
 	if (argc > 2 && !strcmp(argv[1], "-s")) {
 		set = number(argv[2]);
 		a = 3;
+	} else if (argc > 2 && !strcmp(argv[1], "-f")) {
+		file = argv[2];
+		a = 3;
 	}
 	if (a >= argc)
 		usage();
 	cmd = argv[a++];
-	ssi_fd = open("/dev/ssi", O_RDWR);
+	ssi_fd = open(file ? file : "/dev/ssi", O_RDWR);
 	if (ssi_fd < 0)
-		die("/dev/ssi");
-	if (ioctl(ssi_fd, SSI_IOC_SET, set))
+		die(file ? file : "/dev/ssi");
+	if (!file && ioctl(ssi_fd, SSI_IOC_SET, set))
 		die("SSI_IOC_SET");
 
 	if (!strcmp(cmd, "add") && argc - a == 3) {

@@ -13,6 +13,9 @@
 #   CN 2 sees the new size; CN 2 shrinks the file and grows it back, and
 #   CN 1 reads zeros where its cached page was (no stale data);
 # * both CNs write bytes of the same page at once: no write is lost;
+# * through mappings of the file (ssimap -f), every CN adds to one word at
+#   once and the total is exact, and CN 1 passes messages to CN 2 that
+#   CN 2 sees in order (sequential consistency);
 # * after umount the ION has it all, and the set is no longer attached.
 # With one CN only the single-CN parts run.
 . /zoid/tests/treenet-lib.sh
@@ -140,11 +143,39 @@ if [ "$ZOID_ROLE" = cn ]; then
   done
 fi
 barrier 798
-if [ "$ZOID_ROLE" = cn ]; then
+# every_cn_wrote FILE: each CN's 16 bytes are in FILE.
+every_cn_wrote() {
   for n in $(seq 1 "$ZOID_CNS"); do
-    got=$(dd if=$M/same bs=1 skip=$(( (n - 1) * 100 )) count=16 2>/dev/null)
-    [ "$got" = "$(printf "%016d" 0 | tr 0 "$n")" ] || fail "CN $n's bytes in page 0: '$got'"
+    got=$(dd if="$1" bs=1 skip=$(( (n - 1) * 100 )) count=16 2>/dev/null)
+    [ "$got" = "$(printf "%016d" 0 | tr 0 "$n")" ] || fail "CN $n's bytes in $1: '$got'"
   done
+}
+if [ "$ZOID_ROLE" = cn ]; then
+  every_cn_wrote $M/same
+fi
+# Shared memory through the mount (ssimap -f maps the file's pages): every
+# CN adds to one word of a mapped page at once (the page's ownership moves
+# at write faults), and CN 1 passes messages to CN 2 through two pages.
+if cn1; then
+  dd if=/dev/zero of=$M/mapped bs=4096 count=3 2>/dev/null
+fi
+barrier 784
+if [ "$ZOID_ROLE" = cn ]; then
+  /zoid/bin/ssimap -f $M/mapped add 0 0 100 > /dev/null || fail "ssimap add"
+fi
+barrier 785
+if [ "$ZOID_ROLE" = cn ]; then
+  got=$(/zoid/bin/ssimap -f $M/mapped get 0 0)
+  [ "$got" = $((100 * ZOID_CNS)) ] || fail "mapped counter: $got, want $((100 * ZOID_CNS))"
+fi
+if cn1 && $two; then
+  /zoid/bin/ssimap -f $M/mapped send 1 20 > /dev/null || fail "ssimap send"
+fi
+if cn2; then
+  /zoid/bin/ssimap -f $M/mapped receive 1 20 > /dev/null || fail "ssimap receive"
+fi
+barrier 786
+if [ "$ZOID_ROLE" = cn ]; then
   umount $M || fail "umount"
   grep -q "^90 zoidfs 64 memory$" $S/sets || fail "still attached after umount"
   [ "$(counter $S/stats clients_attached)" -ge 1 ] || fail "clients_attached"
@@ -153,10 +184,7 @@ fi
 barrier 799
 if [ "$ZOID_ROLE" = ion ]; then
   # Everything the CNs cached reached the ION at umount.
-  for n in $(seq 1 "$ZOID_CNS"); do
-    got=$(dd if=$X/same bs=1 skip=$(( (n - 1) * 100 )) count=16 2>/dev/null)
-    [ "$got" = "$(printf "%016d" 0 | tr 0 "$n")" ] || fail "CN $n's bytes on the ION: '$got'"
-  done
+  every_cn_wrote $X/same
   if $two; then
     [ "$(md5sum < $X/shared)" = "$(cat $X/final.md5)" ] || fail "shared differs on the ION"
   fi

@@ -14,9 +14,9 @@
  *    defined on the ION, /sys/kernel/ssi/sets) with its callbacks, which
  *    holds a reference on the provider's module until it detaches;
  *  - the client holds objects around its accesses (zoid_coherence_hold and
- *    unhold, or unhold_later when the caller holds locks the callbacks
- *    take, as a page fault does), and may read or write a held object's
- *    contents.
+ *    unhold; a page fault, which ends with its page locked, uses hold_fault
+ *    and fault_done: the hold ends a little later, from the provider's
+ *    thread), and may read or write a held object's contents.
  *
  * Callbacks run in the provider's context (its receive thread, or the
  * task that releases an object) before the message that lets another node
@@ -52,8 +52,10 @@ struct zoid_coherence_ops {
 	/* Waits until this node holds `object` (to write, or to read). */
 	int (*hold)(void *ctx, u32 set, u64 object, bool write);
 	void (*unhold)(void *ctx, u32 set, u64 object);
-	/* Releases a little later, from another context. */
-	void (*unhold_later)(void *ctx, u32 set, u64 object);
+	/* Holds for a page fault: *token is for fault_done. */
+	int (*hold_fault)(void *ctx, u32 set, u64 object, bool write, u64 *token);
+	/* The fault ended: released a little later, from another context. */
+	void (*fault_done)(void *ctx, u32 set, u64 object, u64 token);
 	/* Copies a held object's first `len` bytes out, or in. */
 	int (*read)(void *ctx, u32 set, u64 object, void *buf, size_t len);
 	int (*write)(void *ctx, u32 set, u64 object, const void *buf, size_t len);
@@ -86,9 +88,16 @@ static inline void zoid_coherence_unhold(const struct zoid_coherence_set *s, u64
 	s->ops->unhold(s->ctx, s->set, object);
 }
 
-static inline void zoid_coherence_unhold_later(const struct zoid_coherence_set *s, u64 object)
+static inline int zoid_coherence_hold_fault(const struct zoid_coherence_set *s, u64 object,
+					    bool write, u64 *token)
 {
-	s->ops->unhold_later(s->ctx, s->set, object);
+	return s->ops->hold_fault(s->ctx, s->set, object, write, token);
+}
+
+static inline void zoid_coherence_fault_done(const struct zoid_coherence_set *s, u64 object,
+					     u64 token)
+{
+	s->ops->fault_done(s->ctx, s->set, object, token);
 }
 
 static inline int zoid_coherence_read(const struct zoid_coherence_set *s, u64 object,
