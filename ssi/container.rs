@@ -909,7 +909,15 @@ impl Containers {
     fn linger(&self, set: u32, object: u64) {
         let linger_ns = u64::from(self.linger_us.load(Relaxed)) * 1000;
         let until = now_ns().saturating_add(linger_ns);
-        let tgid = crate::zoid_kernel::cred::current_tgid();
+        if self.start_linger(set, object, until, until).is_ok() {
+            self.rx_kicker.kick();
+        }
+    }
+
+    /// Marks the held object's access as a fault's, lingering as `until`,
+    /// and queues it for `ssi_rx` (due at `due`).  Out of memory, the
+    /// access is released at once (`ENOMEM`).
+    fn start_linger(&self, set: u32, object: u64, until: u64, due: u64) -> Result {
         {
             let mut t = self.table.lock();
             if let Some(e) = t.objects.get_mut(&(set, object)) {
@@ -922,8 +930,8 @@ impl Containers {
                 set,
                 object,
                 until,
-                due: until,
-                tgid,
+                due,
+                tgid: crate::zoid_kernel::cred::current_tgid(),
             };
             let r = l.push(linger, GFP_KERNEL);
             self.lingers.store(l.len() as u32, Relaxed);
@@ -931,9 +939,9 @@ impl Containers {
         };
         if pushed.is_err() {
             self.end_linger(set, object, until);
-            return;
+            return Err(ENOMEM);
         }
-        self.rx_kicker.kick();
+        Ok(())
     }
 
     /// Holds the object for a page fault of a client's mapping (zoidfs's):
@@ -946,29 +954,7 @@ impl Containers {
     fn hold_for_fault(&self, set: u32, object: u64, access: Access) -> Result<u64> {
         self.hold(set, object, access)?;
         let until = now_ns();
-        {
-            let mut t = self.table.lock();
-            if let Some(e) = t.objects.get_mut(&(set, object)) {
-                e.lingering = Some(until);
-            }
-        }
-        let pushed = {
-            let mut l = self.lingering.lock();
-            let linger = Linger {
-                set,
-                object,
-                until,
-                due: NOT_DUE,
-                tgid: crate::zoid_kernel::cred::current_tgid(),
-            };
-            let r = l.push(linger, GFP_KERNEL);
-            self.lingers.store(l.len() as u32, Relaxed);
-            r
-        };
-        if pushed.is_err() {
-            self.end_linger(set, object, until);
-            return Err(ENOMEM);
-        }
+        self.start_linger(set, object, until, NOT_DUE)?;
         Ok(until)
     }
 
