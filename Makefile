@@ -11,7 +11,7 @@
 #   make modules [ZOID_ARCH=..] [FLAVOR=..] [KDIR=..] [CLIPPY=1]
 #                                    build the .ko files (into out/<arch>-<flavor>/)
 #   make host-test                   cargo test of the no_std protocol crate
-#   make sim                         discrete-event simulation of treenet at scale
+#   make sim                         discrete-event simulation of treenet, zoid and ssi at scale
 #                                    (zoid_proto's real code, up to 256 CNs) and of
 #                                    ssi containers on up to 4096 nodes: tables
 #   make fmt                         rustfmt every Rust file
@@ -66,7 +66,7 @@ host-test:
 	cargo test --locked --manifest-path rust/zoid_proto/Cargo.toml
 
 sim:
-	cargo run --release --locked --manifest-path rust/zoid_sim/Cargo.toml
+	@scripts/sim.sh
 
 fmt:
 	cargo fmt --manifest-path rust/zoid_proto/Cargo.toml

@@ -9,6 +9,14 @@
 //! `drivers/treenet/engine.rs` calls them; the links, the clock and the
 //! workload are simulated.  See `docs/sim.md`.
 //!
+//! Every message a CN sends is a forwarded call: a real zoid
+//! `CallHeader` (`zoid::wire`) that the ION decodes, classifies and queues
+//! in zoid's real `CallScheduler` (`zoid::sched`) for a pool of workers;
+//! the reply echoes the call's tag and carries its errno.  Nodes can die
+//! ([`Config::deaths`]): neighbours find out through hellos and
+//! `peer_timeout`, the ION drops the dead CN's queued calls, and callers
+//! get `ETIMEDOUT` in soft mode, as `drivers/zoid/client.rs` does.
+//!
 //! [`ssi`] runs ssi's coherence protocol the same way, on up to thousands
 //! of nodes sharing one object.
 //!
@@ -69,12 +77,41 @@ pub struct Config {
     pub latency_ns: u64,
     /// Loss probability of a frame on one hop, parts per million.
     pub loss_ppm: u32,
-    /// ION worker threads serving delivered messages (0: served at once).
+    /// ION worker threads serving calls (0: every call served at once).
     pub workers: usize,
-    /// Service time of one message on a worker, ns.
+    /// Service time of one call on a worker, ns, besides its bytes.
     pub service_ns: u64,
-    /// Bytes of the ION's reply to each message.
+    /// Bytes per second a worker moves (the export's disk, per thread);
+    /// 0: bytes cost no time.
+    pub service_bw: u64,
+    /// Bytes of the ION's reply to each bulk call.
     pub reply_size: usize,
+    /// Percentage of calls that are small metadata calls (a `stat`, an
+    /// `open`) instead of bulk writes of `size` bytes.
+    pub small_percent: u32,
+    /// Argument bytes of a small call.
+    pub small_size: usize,
+    /// Reply bytes of a small call.
+    pub small_reply: usize,
+    /// The ION's `small_bytes` knob: calls with at most this many argument
+    /// bytes are scheduled in the small class, ahead of bulk calls; 0
+    /// puts every call in one class (FIFO).
+    pub small_bytes: u32,
+    /// The scheduler's aging threshold (0: strict priorities).
+    pub aging: u32,
+    /// The ION's `max_per_cn` knob: calls one CN may have queued or
+    /// running; more are refused with `EAGAIN`.
+    pub max_per_cn: u32,
+    /// The CN client's `timeout_ms` in soft mode, ns: a call not answered
+    /// by then fails with `ETIMEDOUT`.  `None`: hard mode (wait forever).
+    pub call_timeout_ns: Option<u64>,
+    /// treenet's `peer_timeout_ms`, ns: a neighbour silent this long is
+    /// down.  Hellos (every quarter of it, at least 10 ms) are simulated
+    /// only when [`Config::deaths`] is not empty.
+    pub peer_timeout_ns: u64,
+    /// Nodes that die (stop sending and receiving for good), and when, ns.
+    /// Node 0 is the ION.
+    pub deaths: Vec<(usize, u64)>,
     /// `rto_min_ms`, in µs.
     pub rto_min_us: u64,
     /// `rto_max_ms`, in µs.
@@ -117,7 +154,17 @@ impl Default for Config {
             loss_ppm: 0,
             workers: 0,
             service_ns: 0,
+            service_bw: 0,
             reply_size: 32,
+            small_percent: 0,
+            small_size: 64,
+            small_reply: 128,
+            small_bytes: 1024,
+            aging: zoid_proto::zoid::sched::DEFAULT_AGING,
+            max_per_cn: 64,
+            call_timeout_ns: Some(30_000_000_000),
+            peer_timeout_ns: 5_000_000_000,
+            deaths: Vec::new(),
             rto_min_us: 20_000,
             rto_max_us: 2_000_000,
             ack_delay_us: 2_000,
@@ -199,6 +246,44 @@ pub struct Metrics {
     pub ion_out_bytes: u64,
     /// Events processed.
     pub events: u64,
+    /// Calls answered with errno 0.
+    pub calls_ok: u64,
+    /// Calls that failed with `ETIMEDOUT` (soft mode, no answer in time).
+    pub calls_timed_out: u64,
+    /// Calls the ION refused with `EAGAIN` (`max_per_cn` or its queue).
+    pub calls_refused: u64,
+    /// Calls of CNs that died: in flight at the death or never made.
+    pub calls_abandoned: u64,
+    /// Calls still waiting when the run ended (hard mode, or the time
+    /// limit).
+    pub calls_stuck: u64,
+    /// Calls the ION's workers ran.
+    pub calls_run: u64,
+    /// Queued calls the ION dropped because their CN went down.
+    pub calls_dropped: u64,
+    /// Replies that arrived after their call had failed (dropped).
+    pub stale_replies: u64,
+    /// Most calls queued in the ION's scheduler at once.
+    pub max_sched_queued: usize,
+    /// Calls the ION's scheduler still tracked at the end (must be 0).
+    pub sched_left: usize,
+    /// Rendezvous requests waiting or granted at the end, all nodes
+    /// (must be 0).
+    pub grants_left: usize,
+    /// Median and 99th percentile latency of small calls, ns.
+    pub small_p50_ns: u64,
+    /// See `small_p50_ns`.
+    pub small_p99_ns: u64,
+    /// Median and 99th percentile latency of bulk calls, ns.
+    pub bulk_p50_ns: u64,
+    /// See `bulk_p50_ns`.
+    pub bulk_p99_ns: u64,
+    /// Neighbours found down (each side counts).
+    pub peer_down: u64,
+    /// Longest time from a death to the last neighbour finding out, ns.
+    pub detect_ns: u64,
+    /// Queued messages dropped because their next hop was down.
+    pub msgs_failed: u64,
 }
 
 impl Metrics {
@@ -209,5 +294,17 @@ impl Metrics {
             && self.completed == self.expected
             && self.bcast_delivered == self.bcast_expected
             && self.bcast_duplicates == 0
+    }
+
+    /// Every call the CNs were to make completed or failed with an error
+    /// its caller saw, or died with its CN; none was answered twice, none
+    /// is left waiting, and the ION holds nothing afterwards.
+    pub fn every_call_accounted(&self) -> bool {
+        self.calls_ok + self.calls_timed_out + self.calls_refused + self.calls_abandoned
+            == self.expected
+            && self.duplicates == 0
+            && self.calls_stuck == 0
+            && self.sched_left == 0
+            && self.grants_left == 0
     }
 }

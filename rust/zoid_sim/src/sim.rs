@@ -10,6 +10,14 @@
 //! retransmissions, RTS/CTS messages) is re-implemented here following
 //! engine.rs; the engine runs in zero simulated time, every frame is
 //! handled in its own "pass".
+//!
+//! On top, zoid: each CN message is a forwarded call whose real
+//! `CallHeader` the ION decodes and queues in zoid's real `CallScheduler`
+//! (as `drivers/zoid/server.rs` does); CN clients follow
+//! `drivers/zoid/client.rs` (tags, soft timeouts).  Nodes may die: hellos
+//! keep neighbours alive, silence past `peer_timeout` takes a neighbour
+//! down as engine.rs `neighbor_down` does, and the ION then drops the dead
+//! CN's queued calls (server.rs `node_gone`).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -20,6 +28,10 @@ use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, MAX_WAITING_PE
 use zoid_proto::treenet::wire::{
     self, Lane, MsgHeader, BROADCAST, FLAG_FIRST, HEADER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
 };
+
+use zoid_proto::zoid::errno::EAGAIN;
+use zoid_proto::zoid::sched::{classify, CallScheduler, QueuedCall};
+use zoid_proto::zoid::wire::{CallHeader, MsgKind, HEADER_LEN as CALL_HEADER_LEN};
 
 use crate::rng::Rng;
 use crate::{stats, Config, Metrics};
@@ -44,17 +56,28 @@ const CTL_REJECT: u8 = 3;
 const MAX_MSG: usize = 64 << 20;
 /// Node index of the ION; CNs are 1..=cns.
 const ION: usize = 0;
+/// server.rs `QUEUE_CAP`: calls the ION's scheduler tracks at most.
+const QUEUE_CAP: usize = 1024;
+/// The zoidfs plug-in's id; the sim's calls are its stand-ins.
+const PLUGIN_ZOIDFS: u16 = 4;
+/// Function id of the sim's small (metadata) calls.
+const FN_SMALL: u16 = 1;
+/// Function id of the sim's bulk (write) calls.
+const FN_BULK: u16 = 2;
+/// engine.rs: a hello frame's bytes after the frame header (its fixed
+/// part; the `below` list is not modelled).
+const HELLO_LEN: usize = 16;
 
 /// What a message means to the simulated upper layers (the sim carries no
 /// message bytes beyond the message header).
 #[derive(Clone, Copy, Debug)]
 enum Content {
-    /// A CN's forwarded write.
-    Request,
+    /// A CN's forwarded call: its encoded zoid call header.
+    Call { hdr: [u8; CALL_HEADER_LEN] },
     /// A rendezvous control message (engine.rs `send_control`).
     Ctl { op: u8, id: u32, len: u32 },
-    /// The ION's reply to request `req` of the destination CN.
-    Reply { req: u32 },
+    /// The ION's reply: its encoded zoid call header (tag, errno).
+    Reply { hdr: [u8; CALL_HEADER_LEN] },
     /// Broadcast message number `n` (sent as a broadcast or as unicasts).
     Bcast { n: u32 },
 }
@@ -84,6 +107,7 @@ enum Body {
         next: u32,
         sack: [u8; 8],
     },
+    Hello,
 }
 
 /// One frame on the wire between two neighbours.
@@ -118,6 +142,11 @@ struct RxLane {
 
 struct Peer {
     node: usize,
+    /// engine.rs `Neighbor::up`: false once silent past `peer_timeout`
+    /// (for good: the sim's deaths are final).
+    up: bool,
+    /// When a frame last came from it, ns.
+    last_rx: u64,
     tx: [TxLane; 2],
     rx: [RxLane; 2],
     rdv_wait: VecDeque<OutMsg>,
@@ -158,10 +187,19 @@ enum Ev {
         lane: usize,
         gen: u64,
     },
+    /// A worker finished the call in scheduler slot `handle`.
     Served {
-        origin: usize,
-        id: u32,
+        handle: u32,
     },
+    /// A soft call's timeout (client.rs `wait_reply`).
+    CallTimeout {
+        cn: usize,
+        tag: u32,
+    },
+    /// The node dies.
+    Die(usize),
+    /// engine.rs's timer pass: hellos out, silent neighbours down.
+    Hello(usize),
 }
 
 struct Entry {
@@ -195,6 +233,24 @@ struct App {
     inflight: usize,
     bytes: u64,
     finish: u64,
+    /// client.rs `next_tag`.
+    next_tag: u32,
+}
+
+/// A call waiting for its reply on a CN.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    start: u64,
+    args: usize,
+    small: bool,
+}
+
+/// server.rs `Work`: a call the ION holds, queued or running.
+#[derive(Clone, Copy, Debug)]
+struct Work {
+    origin: usize,
+    hdr: CallHeader,
+    reply_len: usize,
 }
 
 struct Sim {
@@ -208,14 +264,25 @@ struct Sim {
     peer_idx: HashMap<(usize, usize), usize>,
     scratch: Vec<u8>,
     app: Vec<App>,
-    /// Submission time and length of each outstanding request.
-    submitted: HashMap<(usize, u32), (u64, usize)>,
+    /// Each CN's calls waiting for a reply, by (cn, tag).
+    pending: HashMap<(usize, u32), Pending>,
     delivered: HashMap<(usize, u32), u32>,
     /// Broadcast messages each CN received: (cn, n) -> deliveries.
     bcast_seen: HashMap<(usize, u32), u32>,
     latencies: Vec<u64>,
+    small_latencies: Vec<u64>,
+    bulk_latencies: Vec<u64>,
     workers_busy: usize,
-    backlog: VecDeque<(usize, u32)>,
+    /// The ION's scheduler (server.rs `Queue::sched`).
+    sched: Box<CallScheduler<QUEUE_CAP>>,
+    /// The calls it holds, by handle (server.rs `Queue::slots`).
+    work: Vec<Option<Work>>,
+    free_work: Vec<u32>,
+    alive: Vec<bool>,
+    /// When each node died (u64::MAX: alive).
+    died_at: Vec<u64>,
+    /// (node, dead neighbour) pairs not yet found down.
+    undetected: usize,
     m: Metrics,
 }
 
@@ -292,6 +359,8 @@ impl Sim {
                 peer_idx.insert((a, b), nodes[a].peers.len());
                 nodes[a].peers.push(Peer {
                     node: b,
+                    up: true,
+                    last_rx: 0,
                     tx: [lane_tx(&cfg), lane_tx(&cfg)],
                     rx: [lane_rx(&cfg), lane_rx(&cfg)],
                     rdv_wait: VecDeque::new(),
@@ -342,6 +411,24 @@ impl Sim {
             ion_out_frames: 0,
             ion_out_bytes: 0,
             events: 0,
+            calls_ok: 0,
+            calls_timed_out: 0,
+            calls_refused: 0,
+            calls_abandoned: 0,
+            calls_stuck: 0,
+            calls_run: 0,
+            calls_dropped: 0,
+            stale_replies: 0,
+            max_sched_queued: 0,
+            sched_left: 0,
+            grants_left: 0,
+            small_p50_ns: 0,
+            small_p99_ns: 0,
+            bulk_p50_ns: 0,
+            bulk_p99_ns: 0,
+            peer_down: 0,
+            detect_ns: 0,
+            msgs_failed: 0,
         };
         let mut sim = Self {
             scratch: vec![0; cfg.payload + MSG_HEADER_LEN],
@@ -354,20 +441,39 @@ impl Sim {
             chans,
             peer_idx,
             app: vec![App::default(); n + 1],
-            submitted: HashMap::new(),
+            pending: HashMap::new(),
             delivered: HashMap::new(),
             bcast_seen: HashMap::new(),
             latencies: Vec::new(),
+            small_latencies: Vec::new(),
+            bulk_latencies: Vec::new(),
             workers_busy: 0,
-            backlog: VecDeque::new(),
+            sched: Box::new(CallScheduler::new(0, 0)),
+            work: Vec::new(),
+            free_work: Vec::new(),
+            alive: vec![true; n + 1],
+            died_at: vec![u64::MAX; n + 1],
+            undetected: 0,
             m,
         };
+        sim.sched.set_max_per_cn(sim.cfg.max_per_cn);
+        sim.sched.set_aging(sim.cfg.aging);
         for cn in 1..=n {
             let jitter = sim.rng.below(10_000);
             sim.at(jitter, Ev::Start(cn));
         }
         if sim.cfg.broadcasts > 0 {
             sim.at(0, Ev::Broadcast);
+        }
+        let deaths = sim.cfg.deaths.clone();
+        for &(node, t) in &deaths {
+            assert!(node <= n, "no such node to die");
+            sim.at(t, Ev::Die(node));
+        }
+        if !deaths.is_empty() {
+            for node in 0..=n {
+                sim.at(0, Ev::Hello(node));
+            }
         }
         sim
     }
@@ -402,6 +508,7 @@ impl Sim {
                 Ev::Broadcast => self.broadcast(),
                 Ev::TxDone(c) => self.tx_done(c),
                 Ev::Arrive(f) => self.arrive(f),
+                Ev::Rtx { node, .. } | Ev::AckDue { node, .. } if !self.alive[node] => {}
                 Ev::Rtx {
                     node,
                     peer,
@@ -425,15 +532,10 @@ impl Sim {
                         self.maybe_ack(node, peer, lane, true);
                     }
                 }
-                Ev::Served { origin, id } => {
-                    self.reply(origin, id);
-                    match self.backlog.pop_front() {
-                        Some((o, i)) => {
-                            self.after(self.cfg.service_ns, Ev::Served { origin: o, id: i })
-                        }
-                        None => self.workers_busy -= 1,
-                    }
-                }
+                Ev::Served { handle } => self.served(handle),
+                Ev::CallTimeout { cn, tag } => self.call_timeout(cn, tag),
+                Ev::Die(node) => self.die(node),
+                Ev::Hello(node) => self.hello_tick(node),
             }
         }
     }
@@ -455,10 +557,45 @@ impl Sim {
                 }
             })
             .collect();
-        m.jain = stats::jain(&m.per_cn);
-        self.latencies.sort_unstable();
-        m.p50_ns = stats::percentile(&self.latencies, 50);
-        m.p99_ns = stats::percentile(&self.latencies, 99);
+        // Fairness among the CNs that lived.
+        let lived: Vec<f64> = m
+            .per_cn
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| self.alive[i + 1])
+            .map(|(_, &x)| x)
+            .collect();
+        m.jain = stats::jain(&lived);
+        for (v, p50, p99) in [
+            (&mut self.latencies, &mut m.p50_ns, &mut m.p99_ns),
+            (
+                &mut self.small_latencies,
+                &mut m.small_p50_ns,
+                &mut m.small_p99_ns,
+            ),
+            (
+                &mut self.bulk_latencies,
+                &mut m.bulk_p50_ns,
+                &mut m.bulk_p99_ns,
+            ),
+        ] {
+            v.sort_unstable();
+            *p50 = stats::percentile(v, 50);
+            *p99 = stats::percentile(v, 99);
+        }
+        m.calls_stuck = self.pending.len() as u64;
+        m.sched_left = if self.alive[ION] {
+            self.sched.queued() + self.sched.running()
+        } else {
+            0
+        };
+        m.grants_left = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| self.alive[i])
+            .map(|(_, n)| n.grants.waiting() + n.grants.active())
+            .sum();
         m.max_ion_queue = self.chans[0].max_len.max(self.chans[1].max_len);
         m.max_link_queue = self.chans[2..].iter().map(|c| c.max_len).max().unwrap_or(0);
         self.m
@@ -522,7 +659,9 @@ impl Sim {
         if let Some(mut f) = self.chans[c].queue.pop_front() {
             f.hop += 1;
             let (st, n) = self.route_stages(f.from, f.to);
-            if usize::from(f.hop) < n {
+            if f.hop == 1 && !self.alive[f.from] {
+                // Still in the dead sender's own queue: gone with it.
+            } else if usize::from(f.hop) < n {
                 self.chan_push(st[usize::from(f.hop)], f);
             } else if self.rng.chance_ppm(self.cfg.loss_ppm) {
                 self.m.frames_lost += 1;
@@ -537,9 +676,20 @@ impl Sim {
         let Some(&p) = self.peer_idx.get(&(f.to, f.from)) else {
             return;
         };
+        if !self.alive[f.to] {
+            return;
+        }
+        let peer = &mut self.nodes[f.to].peers[p];
+        if !peer.up {
+            // engine.rs: a neighbour that went down comes back only
+            // through a new session, and the sim's deaths are final.
+            return;
+        }
+        peer.last_rx = self.now;
         match f.body {
             Body::Ack { lane, next, sack } => self.on_ack(f.to, p, lane.index(), next, &sack),
             Body::Data { .. } => self.on_data(f.to, p, f),
+            Body::Hello => {}
         }
     }
 
@@ -547,6 +697,11 @@ impl Sim {
 
     /// engine.rs `enqueue`: picks rendezvous, the bulk or the control lane.
     fn enqueue(&mut self, n: usize, p: usize, header: MsgHeader, content: Content) {
+        if !self.nodes[n].peers[p].up {
+            // engine.rs: no route, the send fails.
+            self.m.msgs_failed += 1;
+            return;
+        }
         let frames = frame_count(header.len as usize, self.cfg.payload);
         let msg = OutMsg {
             header,
@@ -886,9 +1041,9 @@ impl Sim {
         } else if usize::from(h.dst) != n {
             self.route_msg(n, h, content);
         } else if n == ION {
-            self.ion_deliver(h);
-        } else if let Content::Reply { req } = content {
-            self.cn_reply(n, req);
+            self.ion_deliver(h, content);
+        } else if let Content::Reply { hdr } = content {
+            self.cn_reply(n, &hdr);
         } else if let Content::Bcast { n: b } = content {
             self.bcast_deliver(n, b);
         }
@@ -1025,33 +1180,66 @@ impl Sim {
         self.m.bcast_done_ns = self.now;
     }
 
+    /// client.rs `start`: the CN's next calls, while fewer than
+    /// `outstanding` wait.
     fn submit(&mut self, cn: usize) {
+        if !self.alive[cn] {
+            return;
+        }
         while self.app[cn].inflight < self.cfg.outstanding.max(1)
             && self.app[cn].sent < self.cfg.messages
         {
-            let id = self.nodes[cn].next_id;
-            self.nodes[cn].next_id = id.wrapping_add(1);
-            self.app[cn].sent += 1;
-            self.app[cn].inflight += 1;
-            let len = if self.cfg.random_sizes {
+            let app = &mut self.app[cn];
+            let tag = app.next_tag;
+            app.next_tag = tag.wrapping_add(1);
+            app.sent += 1;
+            app.inflight += 1;
+            let small = self.cfg.small_percent > 0
+                && self.rng.below(100) < u64::from(self.cfg.small_percent);
+            let args = if small {
+                self.cfg.small_size
+            } else if self.cfg.random_sizes {
                 1 + self.rng.below(self.cfg.size as u64) as usize
             } else {
                 self.cfg.size
             };
-            self.submitted.insert((cn, id), (self.now, len));
+            let call = CallHeader {
+                plugin: PLUGIN_ZOIDFS,
+                function: if small { FN_SMALL } else { FN_BULK },
+                arg_len: args as u32,
+                pid: cn as u32,
+                ..CallHeader::new(MsgKind::Call, tag)
+            };
+            let mut hdr = [0u8; CALL_HEADER_LEN];
+            call.encode(&mut hdr);
+            self.pending.insert(
+                (cn, tag),
+                Pending {
+                    start: self.now,
+                    args,
+                    small,
+                },
+            );
+            if let Some(t) = self.cfg.call_timeout_ns {
+                self.after(t, Ev::CallTimeout { cn, tag });
+            }
+            let id = self.nodes[cn].next_id;
+            self.nodes[cn].next_id = id.wrapping_add(1);
             let h = MsgHeader {
                 origin: cn as u16,
                 dst: ION as u16,
                 channel: CHANNEL_APP,
                 flags: 0,
-                len: len as u32,
+                len: (CALL_HEADER_LEN + args) as u32,
                 id,
             };
-            self.route_msg(cn, h, Content::Request);
+            self.route_msg(cn, h, Content::Call { hdr });
         }
     }
 
-    fn ion_deliver(&mut self, h: MsgHeader) {
+    /// server.rs `call`: decode, classify, queue for a worker (or refuse
+    /// with `EAGAIN`).
+    fn ion_deliver(&mut self, h: MsgHeader, content: Content) {
         let key = (usize::from(h.origin), h.id);
         let seen = self.delivered.entry(key).or_insert(0);
         *seen += 1;
@@ -1061,23 +1249,98 @@ impl Sim {
         }
         self.m.delivered += 1;
         self.m.delivered_bytes += u64::from(h.len);
-        if self.cfg.workers == 0 {
-            self.reply(key.0, key.1);
-        } else if self.workers_busy < self.cfg.workers {
-            self.workers_busy += 1;
-            self.after(
-                self.cfg.service_ns,
-                Ev::Served {
-                    origin: key.0,
-                    id: key.1,
-                },
-            );
+        let Content::Call { hdr } = content else {
+            return;
+        };
+        let Ok(call) = CallHeader::decode(&hdr) else {
+            return;
+        };
+        let origin = key.0;
+        let reply_len = if call.function == FN_SMALL {
+            self.cfg.small_reply
         } else {
-            self.backlog.push_back(key);
+            self.cfg.reply_size
+        };
+        let work = Work {
+            origin,
+            hdr: call,
+            reply_len,
+        };
+        let handle = match self.free_work.pop() {
+            Some(h) => {
+                self.work[h as usize] = Some(work);
+                h
+            }
+            None => {
+                self.work.push(Some(work));
+                (self.work.len() - 1) as u32
+            }
+        };
+        let queued = QueuedCall {
+            handle,
+            cn: origin as u16,
+            class: classify(call.arg_len, self.cfg.small_bytes, false),
+            bytes: call.arg_len,
+        };
+        match self.sched.enqueue(queued) {
+            Ok(()) => {
+                self.m.max_sched_queued = self.m.max_sched_queued.max(self.sched.queued());
+                self.start_workers();
+            }
+            Err(e) => {
+                self.release_work(handle);
+                self.send_reply(origin, &call, 0, e.errno());
+            }
         }
     }
 
-    fn reply(&mut self, origin: usize, req: u32) {
+    fn release_work(&mut self, handle: u32) -> Option<Work> {
+        let w = self.work.get_mut(handle as usize)?.take();
+        if w.is_some() {
+            self.free_work.push(handle);
+        }
+        w
+    }
+
+    /// server.rs workers: every idle worker takes the scheduler's next call.
+    fn start_workers(&mut self) {
+        while self.cfg.workers == 0 || self.workers_busy < self.cfg.workers {
+            let Some(q) = self.sched.next() else {
+                break;
+            };
+            self.workers_busy += 1;
+            let bytes_ns = match self.cfg.service_bw {
+                0 => 0,
+                bw => (u64::from(q.bytes) * 1_000_000_000).div_ceil(bw),
+            };
+            self.after(
+                self.cfg.service_ns + bytes_ns,
+                Ev::Served { handle: q.handle },
+            );
+        }
+    }
+
+    /// server.rs `run_call` done: the reply goes out (treenet fails it if
+    /// the CN is gone), the worker takes the next call.
+    fn served(&mut self, handle: u32) {
+        if !self.alive[ION] {
+            return;
+        }
+        self.workers_busy -= 1;
+        if let Some(w) = self.release_work(handle) {
+            self.sched.done(w.origin as u16);
+            self.m.calls_run += 1;
+            self.send_reply(w.origin, &w.hdr, w.reply_len, 0);
+        }
+        self.start_workers();
+    }
+
+    fn send_reply(&mut self, origin: usize, call: &CallHeader, len: usize, errno: i32) {
+        let Some(reply) = call.reply_to(len as u32, errno) else {
+            return;
+        };
+        let mut hdr = [0u8; CALL_HEADER_LEN];
+        reply.encode(&mut hdr);
         let id = self.nodes[ION].next_id;
         self.nodes[ION].next_id = id.wrapping_add(1);
         let h = MsgHeader {
@@ -1085,22 +1348,189 @@ impl Sim {
             dst: origin as u16,
             channel: CHANNEL_APP,
             flags: 0,
-            len: self.cfg.reply_size as u32,
+            len: (CALL_HEADER_LEN + len) as u32,
             id,
         };
-        self.route_msg(ION, h, Content::Reply { req });
+        self.route_msg(ION, h, Content::Reply { hdr });
     }
 
-    fn cn_reply(&mut self, cn: usize, req: u32) {
-        let Some((t0, len)) = self.submitted.remove(&(cn, req)) else {
+    /// client.rs: the reply wakes its caller (matched by tag); a reply to
+    /// a call that already failed is stale.
+    fn cn_reply(&mut self, cn: usize, hdr: &[u8; CALL_HEADER_LEN]) {
+        let Ok(reply) = CallHeader::decode(hdr) else {
             return;
         };
-        self.latencies.push(self.now - t0);
+        let Some(p) = self.pending.remove(&(cn, reply.tag)) else {
+            self.m.stale_replies += 1;
+            return;
+        };
         self.m.completed += 1;
+        if reply.errno == 0 {
+            self.m.calls_ok += 1;
+            let lat = self.now - p.start;
+            self.latencies.push(lat);
+            if p.small {
+                self.small_latencies.push(lat);
+            } else {
+                self.bulk_latencies.push(lat);
+            }
+            self.app[cn].bytes += p.args as u64;
+        } else if reply.errno == EAGAIN {
+            self.m.calls_refused += 1;
+        }
+        self.call_ended(cn);
+    }
+
+    fn call_ended(&mut self, cn: usize) {
         let a = &mut self.app[cn];
         a.inflight -= 1;
-        a.bytes += len as u64;
         a.finish = self.now;
         self.submit(cn);
+    }
+
+    /// client.rs `wait_reply`, soft mode: no reply within the timeout.
+    fn call_timeout(&mut self, cn: usize, tag: u32) {
+        if !self.alive[cn] || self.pending.remove(&(cn, tag)).is_none() {
+            return;
+        }
+        self.m.calls_timed_out += 1;
+        self.call_ended(cn);
+    }
+
+    // ---- deaths ------------------------------------------------------
+
+    /// The node stops for good: its calls die with it (a CN), or every
+    /// call it held (the ION).
+    fn die(&mut self, node: usize) {
+        if !self.alive[node] {
+            return;
+        }
+        self.alive[node] = false;
+        self.died_at[node] = self.now;
+        if node != ION {
+            let mine: Vec<(usize, u32)> = self
+                .pending
+                .keys()
+                .filter(|k| k.0 == node)
+                .copied()
+                .collect();
+            for k in mine {
+                self.pending.remove(&k);
+                self.m.calls_abandoned += 1;
+            }
+            let a = &mut self.app[node];
+            self.m.calls_abandoned += (self.cfg.messages - a.sent) as u64;
+            a.sent = self.cfg.messages;
+            a.inflight = 0;
+        }
+        self.undetected += self.nodes[node]
+            .peers
+            .iter()
+            .filter(|p| self.alive[p.node])
+            .count();
+    }
+
+    /// Whether anything is left that hellos must keep watching over.
+    fn work_remaining(&self) -> bool {
+        self.undetected > 0
+            || (1..=self.cfg.cns).any(|cn| {
+                self.alive[cn]
+                    && (self.app[cn].inflight > 0 || self.app[cn].sent < self.cfg.messages)
+            })
+    }
+
+    /// engine.rs timer pass: a hello to every neighbour, then every
+    /// neighbour silent past `peer_timeout` goes down.
+    fn hello_tick(&mut self, n: usize) {
+        if !self.alive[n] {
+            return;
+        }
+        let timeout = self.cfg.peer_timeout_ns;
+        for p in 0..self.nodes[n].peers.len() {
+            let peer = &self.nodes[n].peers[p];
+            if !peer.up {
+                continue;
+            }
+            if self.now.saturating_sub(peer.last_rx) > timeout {
+                self.neighbor_down(n, p);
+                continue;
+            }
+            let f = Frame {
+                from: n,
+                to: peer.node,
+                bytes: HEADER_LEN + HELLO_LEN + self.cfg.frame_overhead,
+                hop: 0,
+                body: Body::Hello,
+            };
+            self.push_frame(f);
+        }
+        if self.work_remaining() {
+            self.after((timeout / 4).max(10_000_000), Ev::Hello(n));
+        }
+    }
+
+    /// engine.rs `neighbor_down`: its queued messages fail, its grants are
+    /// forgotten, and upper layers hear that it (and every node below it)
+    /// is gone: on the ION, zoid drops their queued calls.
+    fn neighbor_down(&mut self, n: usize, p: usize) {
+        let cfg = self.cfg.clone();
+        let peer = &mut self.nodes[n].peers[p];
+        peer.up = false;
+        let gone = peer.node;
+        let mut failed = peer.rdv_wait.len() as u64;
+        peer.rdv_wait.clear();
+        peer.rts_out = 0;
+        peer.granted = None;
+        for l in peer.tx.iter_mut() {
+            failed += l.msgs.len() as u64;
+            // A fresh window: nothing left to retransmit; a timer still
+            // pending sees a newer generation and does nothing.
+            let gen = l.timer_gen + 1;
+            *l = lane_tx(&cfg);
+            l.timer_gen = gen;
+        }
+        for r in peer.rx.iter_mut() {
+            let gen = r.ack_gen + 1;
+            *r = lane_rx(&cfg);
+            r.ack_gen = gen;
+        }
+        self.m.msgs_failed += failed;
+        self.m.peer_down += 1;
+        self.nodes[n].grants.forget_peer(gone as u16);
+        self.pump_grants(n);
+        if !self.alive[gone] {
+            self.undetected -= 1;
+            self.m.detect_ns = self.m.detect_ns.max(self.now - self.died_at[gone]);
+        }
+        if n == ION {
+            // The gone neighbour and every node whose route went through it.
+            let lost: Vec<usize> = (1..=self.cfg.cns)
+                .filter(|&x| {
+                    let mut y = x;
+                    loop {
+                        if y == gone {
+                            return true;
+                        }
+                        match self.parent(y) {
+                            Some(up) if up != ION => y = up,
+                            _ => return false,
+                        }
+                    }
+                })
+                .collect();
+            for x in lost {
+                self.node_gone(x);
+            }
+        }
+    }
+
+    /// server.rs `node_gone`: the CN's queued calls are dropped; its
+    /// running calls finish and their replies fail in treenet.
+    fn node_gone(&mut self, cn: usize) {
+        let mut handles = Vec::new();
+        self.m.calls_dropped += self.sched.drop_cn(cn as u16, |q| handles.push(q.handle)) as u64;
+        for h in handles {
+            self.release_work(h);
+        }
     }
 }

@@ -223,3 +223,134 @@ fn ssi_rebuild_after_a_death_loses_only_what_died_alone() {
     assert_eq!(r.marks, 15 * 14);
     assert_eq!(r.freezes, 14);
 }
+
+/// The zoid layer as in `make sim` table (h), smaller: a worker pool
+/// slower than the link, a quarter of the calls small.
+fn pool(cns: usize) -> Config {
+    Config {
+        cns,
+        messages: 4,
+        size: 16 << 10,
+        small_percent: 25,
+        workers: 2,
+        service_ns: 20_000,
+        service_bw: 50_000_000,
+        ..Config::default()
+    }
+}
+
+/// zoid's scheduler runs small calls ahead of bulk ones: with the pool as
+/// the bottleneck, a small call waits for one bulk call, not for the queue.
+#[test]
+fn priorities_keep_small_calls_fast() {
+    let fifo = run(&Config {
+        small_bytes: 0,
+        ..pool(32)
+    });
+    let prio = run(&pool(32));
+    for m in [&fifo, &prio] {
+        assert!(m.every_call_accounted(), "{m:?}");
+        assert!(m.exactly_once(), "{m:?}");
+        assert_eq!(m.calls_ok, 32 * 4);
+    }
+    assert!(
+        prio.small_p99_ns * 5 < fifo.small_p99_ns,
+        "small p99: {} with priorities, {} FIFO",
+        prio.small_p99_ns,
+        fifo.small_p99_ns
+    );
+    // The pool does the same work either way.
+    let ratio = prio.makespan_ns as f64 / fifo.makespan_ns as f64;
+    assert!((0.95..1.05).contains(&ratio), "makespan ratio {ratio}");
+}
+
+/// A CN that floods the ION gets `EAGAIN` past `max_per_cn`, and the ION's
+/// queue stays within `max_per_cn` per CN; the others are served.
+#[test]
+fn a_flooding_cn_gets_eagain_and_the_ion_queue_stays_bounded() {
+    let m = run(&Config {
+        outstanding: 64,
+        messages: 64,
+        max_per_cn: 8,
+        small_percent: 0,
+        ..pool(4)
+    });
+    assert!(m.calls_refused > 0, "{m:?}");
+    assert!(m.max_sched_queued <= 4 * 8, "queued {}", m.max_sched_queued);
+    assert_eq!(m.calls_ok + m.calls_refused, 4 * 64);
+    assert!(m.every_call_accounted(), "{m:?}");
+}
+
+/// A death at 60 ms, noticed after `peer_timeout` = 50 ms, while the
+/// ION's backlog (one worker of 10 MB/s, 8 outstanding calls of 16 KiB
+/// per CN: about 100 ms with 8 CNs) is longer.
+const DEATH_AT: u64 = 60_000_000;
+
+fn with_death(cns: usize, fanout: usize, node: usize) -> Config {
+    Config {
+        cns,
+        fanout,
+        messages: 16,
+        size: 16 << 10,
+        outstanding: 8,
+        workers: 1,
+        service_ns: 20_000,
+        service_bw: 10_000_000,
+        call_timeout_ns: Some(200_000_000),
+        peer_timeout_ns: 50_000_000,
+        deaths: vec![(node, DEATH_AT)],
+        ..Config::default()
+    }
+}
+
+/// A CN dies with calls queued at the ION: the others' calls all complete,
+/// once; the ION drops its queued calls, fails the replies to it, and keeps
+/// nothing (scheduler, grants) afterwards.
+#[test]
+fn a_cn_dying_mid_call_leaves_nothing_at_the_ion() {
+    let cfg = with_death(8, 256, 5);
+    let m = run(&cfg);
+    assert!(m.every_call_accounted(), "{m:?}");
+    assert_eq!(m.duplicates, 0);
+    assert_eq!(m.calls_timed_out, 0, "{m:?}");
+    assert!(m.calls_ok >= 7 * 16, "{m:?}");
+    assert!(m.calls_abandoned > 0 && m.calls_dropped > 0, "{m:?}");
+    assert!(m.peer_down >= 1);
+    let timeout = cfg.peer_timeout_ns;
+    assert!(
+        (timeout..=timeout + timeout / 4 + 10_000_000).contains(&m.detect_ns),
+        "found down after {} ns",
+        m.detect_ns
+    );
+    // Deterministic with deaths too.
+    assert_eq!(m, run(&cfg));
+}
+
+/// A relay dies in a tree: the CNs below it lose their route, and their
+/// calls fail with ETIMEDOUT (soft mode) after the timeout; every other
+/// CN's calls complete.
+#[test]
+fn a_relay_dying_times_out_its_subtree_only() {
+    // Fanout 2: CN 1 relays for 3, 4, 7, 8, 9, 10, ...; 15 CNs.
+    let m = run(&with_death(15, 2, 1));
+    let below_1 = [3, 4, 7, 8, 9, 10].len() + 1;
+    assert!(m.every_call_accounted(), "{m:?}");
+    assert!(m.calls_ok >= ((15 - below_1) * 16) as u64, "{m:?}");
+    assert!(m.calls_timed_out > 0, "{m:?}");
+    assert_eq!(m.duplicates, 0);
+}
+
+/// The ION dies: every call waiting fails with ETIMEDOUT within the
+/// timeout (soft mode), no CN is left waiting, none is answered twice.
+#[test]
+fn an_ion_dying_fails_every_waiting_call_with_etimedout() {
+    let cfg = with_death(8, 256, 0);
+    let m = run(&cfg);
+    assert!(m.every_call_accounted(), "{m:?}");
+    assert_eq!(m.calls_ok + m.calls_timed_out, 8 * 16, "{m:?}");
+    assert!(m.calls_timed_out > 0);
+    // Each CN's calls fail in waves of `outstanding`, one timeout each.
+    let waves = (16u64).div_ceil(8) + 1;
+    let timeout = cfg.call_timeout_ns.unwrap();
+    assert!(m.makespan_ns <= DEATH_AT + waves * timeout, "{m:?}");
+}
