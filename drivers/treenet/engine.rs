@@ -18,7 +18,9 @@ use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
 use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
-use crate::zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, MAX_WAITING_PER_PEER};
+use crate::zoid_proto::treenet::grant::{
+    GrantError, GrantQueue, Request, Waiting, MAX_WAITING_PER_PEER,
+};
 use crate::zoid_proto::treenet::wire::{
     self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, Role, BROADCAST, HEADER_LEN,
     HELLO_MAX_BELOW, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
@@ -231,6 +233,9 @@ struct Neighbor {
     rts_out: u32,
     /// Granted incoming bulk message (id, buffer allocated in advance).
     granted: Option<(u32, MsgBuf)>,
+    /// Finish tag of its last request in our grant queue (weighted round
+    /// robin, see `grant.rs`).
+    grant_finish: u64,
     queued_bytes: usize,
 }
 
@@ -276,7 +281,7 @@ struct Inner {
     neighbors: KVec<Neighbor>,
     channels: KVec<Channel>,
     chan_stats: KVec<ChannelStats>,
-    grants: GrantQueue<KVec<Request>>,
+    grants: GrantQueue<KVec<Waiting>>,
     next_msg_id: u32,
     loop_frames: KVec<KVec<u8>>,
     held: Option<(usize, Mac, KVec<u8>)>,
@@ -346,9 +351,9 @@ fn ack_delay_us(k: &Knobs) -> u64 {
 }
 
 /// Heap storage for `len` waiting rendezvous requests.
-fn grant_storage(len: usize) -> Result<KVec<Request>> {
+fn grant_storage(len: usize) -> Result<KVec<Waiting>> {
     let mut v = KVec::with_capacity(len, GFP_KERNEL)?;
-    v.resize(len, Request::default(), GFP_KERNEL)?;
+    v.resize(len, Waiting::default(), GFP_KERNEL)?;
     Ok(v)
 }
 
@@ -1579,6 +1584,7 @@ impl Inner {
             rdv_wait: KVec::new(),
             rts_out: 0,
             granted: None,
+            grant_finish: 0,
             queued_bytes: 0,
         };
         self.neighbors.push(n, GFP_KERNEL)?;
@@ -1838,7 +1844,20 @@ impl Inner {
                     let _ = self.send_control(k, ni, CTL_REJECT, id, len);
                     return;
                 }
-                match self.grants.push(Request { peer, id, len }) {
+                // A child carries the traffic of the nodes below it: it
+                // gets their share of our grants too.
+                let is_child = self.children().any(|i| i == ni);
+                let n = &mut self.neighbors[ni];
+                let weight = if is_child {
+                    1 + u32::try_from(n.below.len()).unwrap_or(u32::MAX)
+                } else {
+                    1
+                };
+                let request = Request { peer, id, len };
+                match self
+                    .grants
+                    .push_weighted(request, weight, &mut n.grant_finish)
+                {
                     Ok(()) => {}
                     // A retransmitted request: the first one stands.
                     Err(GrantError::Duplicate) => count(&s.drop_bad_control),

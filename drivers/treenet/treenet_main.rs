@@ -587,7 +587,7 @@ mod tests {
 mod proto_tests {
     use super::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
     use super::zoid_proto::treenet::frag::{frame_count, frame_spec, Reassembler};
-    use super::zoid_proto::treenet::grant::{GrantQueue, Request};
+    use super::zoid_proto::treenet::grant::{GrantQueue, Request, Waiting};
     use super::zoid_proto::treenet::wire::*;
     use kernel::prelude::*;
 
@@ -671,9 +671,9 @@ mod proto_tests {
     }
 
     #[test]
-    fn grants_are_fifo_and_one_per_peer() {
+    fn grants_take_turns_one_per_peer() {
         let mut storage = KVec::new();
-        assert!(storage.resize(8, Request::default(), GFP_KERNEL).is_ok());
+        assert!(storage.resize(8, Waiting::default(), GFP_KERNEL).is_ok());
         let mut g = GrantQueue::with_storage(storage, 4);
         let r = |peer, id| Request { peer, id, len: 1 };
         assert!(g.push(r(1, 1)).is_ok());

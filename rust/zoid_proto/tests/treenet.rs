@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use std::collections::VecDeque;
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
-use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request};
+use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, Waiting};
 use zoid_proto::treenet::wire::*;
 
 fn build_frame(h: &FrameHeader, payload: &[u8]) -> Vec<u8> {
@@ -248,8 +248,8 @@ fn timers_wake_for_holes_after_fast_after_not_the_rto() {
 }
 
 #[test]
-fn grants_are_fifo_one_per_peer_bounded_by_slots() {
-    let mut g = GrantQueue::with_storage(vec![Request::default(); 8], 2);
+fn grants_take_turns_one_per_peer_bounded_by_slots() {
+    let mut g = GrantQueue::with_storage(vec![Waiting::default(); 8], 2);
     let r = |peer, id| Request {
         peer,
         id,
@@ -265,9 +265,10 @@ fn grants_are_fifo_one_per_peer_bounded_by_slots() {
     assert_eq!(g.next_grant(), Some(r(2, 1)));
     assert_eq!(g.next_grant(), None); // both slots in use
     assert!(g.complete(1, 1));
-    assert_eq!(g.next_grant(), Some(r(1, 2)));
-    g.forget_peer(2);
+    // Peers take turns: peer 3 has had nothing yet, peer 1 has.
     assert_eq!(g.next_grant(), Some(r(3, 1)));
+    g.forget_peer(2);
+    assert_eq!(g.next_grant(), Some(r(1, 2)));
     assert_eq!(g.waiting(), 0);
     // A peer may have two requests waiting, no more.
     g.push(r(9, 1)).unwrap();
@@ -279,9 +280,61 @@ fn grants_are_fifo_one_per_peer_bounded_by_slots() {
     assert_eq!(g.push(r(20, 1)), Err(GrantError::Full));
 }
 
+/// A relay pushed with weight 1 + (nodes below it) gets that many grants
+/// for each grant of a leaf, while both always have requests waiting (the
+/// leaf, back at once after its grant, starts at its last finish tag).
+#[test]
+fn weighted_peers_get_their_share() {
+    let mut g = GrantQueue::with_storage(vec![Waiting::default(); 8], 1);
+    let (mut relay_tag, mut leaf_tag) = (0u64, 0u64);
+    let (mut next_relay, mut next_leaf) = (0u32, 0u32);
+    let mut push = |g: &mut GrantQueue<Vec<Waiting>>, peer: u16| {
+        let (id, tag, weight) = if peer == 1 {
+            next_relay += 1;
+            (next_relay, &mut relay_tag, 4)
+        } else {
+            next_leaf += 1;
+            (next_leaf, &mut leaf_tag, 1)
+        };
+        g.push_weighted(Request { peer, id, len: 1 }, weight, tag)
+            .unwrap();
+    };
+    for peer in [1, 1, 2, 2] {
+        push(&mut g, peer);
+    }
+    let mut order = Vec::new();
+    for _ in 0..20 {
+        let got = g.next_grant().unwrap();
+        order.push(got.peer);
+        g.complete(got.peer, got.id);
+        push(&mut g, got.peer);
+    }
+    let relay = order.iter().filter(|&&p| p == 1).count();
+    assert_eq!((relay, order.len() - relay), (16, 4), "{order:?}");
+    // The leaf pauses for 10 grants of the relay, then asks again: it is
+    // next (an idle peer comes back at the current virtual time), and its
+    // pause earned it no more than that one turn.
+    g.forget_peer(2);
+    for _ in 0..10 {
+        let got = g.next_grant().unwrap();
+        g.complete(got.peer, got.id);
+        push(&mut g, got.peer);
+    }
+    push(&mut g, 2);
+    let mut order = Vec::new();
+    for _ in 0..10 {
+        let got = g.next_grant().unwrap();
+        order.push(got.peer);
+        g.complete(got.peer, got.id);
+        push(&mut g, got.peer);
+    }
+    assert_eq!(order[0], 2, "{order:?}");
+    assert_eq!(order.iter().filter(|&&p| p == 2).count(), 3, "{order:?}");
+}
+
 #[test]
 fn grant_storage_grows_keeping_fifo_order() {
-    let mut g = GrantQueue::with_storage(vec![Request::default(); 3], 1);
+    let mut g = GrantQueue::with_storage(vec![Waiting::default(); 3], 1);
     let r = |peer| Request {
         peer,
         id: 7,
@@ -294,14 +347,14 @@ fn grant_storage_grows_keeping_fifo_order() {
     g.push(r(3)).unwrap();
     g.push(r(4)).unwrap();
     assert_eq!(g.push(r(5)), Err(GrantError::Full));
-    let small = vec![Request::default(); 2];
+    let small = vec![Waiting::default(); 2];
     assert_eq!(
         g.replace_storage(small)
             .map_err(|v| v.len())
             .map(|v| v.len()),
         Err(2)
     );
-    let old = g.replace_storage(vec![Request::default(); 6]).unwrap();
+    let old = g.replace_storage(vec![Waiting::default(); 6]).unwrap();
     assert_eq!(old.len(), 3);
     assert_eq!(g.capacity(), 6);
     g.push(r(5)).unwrap();

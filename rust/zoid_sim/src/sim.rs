@@ -24,7 +24,7 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow, MAX_WINDOW};
 use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
-use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, MAX_WAITING_PER_PEER};
+use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, Waiting, MAX_WAITING_PER_PEER};
 use zoid_proto::treenet::wire::{
     self, Lane, MsgHeader, BROADCAST, FLAG_FIRST, HEADER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
 };
@@ -142,6 +142,12 @@ struct RxLane {
 
 struct Peer {
     node: usize,
+    /// Nodes below it, if it is a child (engine.rs learns them from its
+    /// hellos): its rendezvous weight is one more.
+    below: u32,
+    /// Finish tag of its last rendezvous request here (engine.rs
+    /// `Neighbor::grant_finish`).
+    grant_finish: u64,
     /// engine.rs `Neighbor::up`: false once silent past `peer_timeout`
     /// (for good: the sim's deaths are final).
     up: bool,
@@ -157,7 +163,7 @@ struct Peer {
 struct Node {
     parent: Option<usize>,
     peers: Vec<Peer>,
-    grants: GrantQueue<Vec<Request>>,
+    grants: GrantQueue<Vec<Waiting>>,
     next_id: u32,
 }
 
@@ -339,7 +345,7 @@ impl Sim {
                 parent: (i > 0).then(|| if fanout >= n { ION } else { (i - 1) / fanout }),
                 peers: Vec::new(),
                 grants: GrantQueue::with_storage(
-                    vec![Request::default(); GRANT_QUEUE_MIN],
+                    vec![Waiting::default(); GRANT_QUEUE_MIN],
                     cfg.grant_slots,
                 ),
                 next_id: rng.next_u64() as u32,
@@ -353,12 +359,14 @@ impl Sim {
                 let needed = (nodes[a].peers.len() + 1) * MAX_WAITING_PER_PEER;
                 let g = &mut nodes[a].grants;
                 if g.capacity() < needed {
-                    let bigger = vec![Request::default(); needed.max(2 * g.capacity())];
+                    let bigger = vec![Waiting::default(); needed.max(2 * g.capacity())];
                     let _ = g.replace_storage(bigger);
                 }
                 peer_idx.insert((a, b), nodes[a].peers.len());
                 nodes[a].peers.push(Peer {
                     node: b,
+                    below: 0,
+                    grant_finish: 0,
                     up: true,
                     last_rx: 0,
                     tx: [lane_tx(&cfg), lane_tx(&cfg)],
@@ -367,6 +375,17 @@ impl Sim {
                     rts_out: 0,
                     granted: None,
                 });
+            }
+        }
+        // Every CN counts itself below each of its ancestors but the ION.
+        for i in 1..=n {
+            let mut x = i;
+            while let Some(up) = nodes[x].parent {
+                if x != i {
+                    let at = peer_idx[&(up, x)];
+                    nodes[up].peers[at].below += 1;
+                }
+                x = up;
             }
         }
         let chans = (0..2 * (n + 1))
@@ -1059,7 +1078,13 @@ impl Sim {
         let peer = node.peers[p].node as u16;
         match op {
             CTL_RTS => {
-                match node.grants.push(Request { peer, id, len }) {
+                // engine.rs: weighted by the nodes below the requester.
+                let weight = 1 + node.peers[p].below;
+                let last = &mut node.peers[p].grant_finish;
+                match node
+                    .grants
+                    .push_weighted(Request { peer, id, len }, weight, last)
+                {
                     Ok(()) => {}
                     Err(GrantError::Duplicate) => {}
                     // engine.rs counts grants_refused and rejects.

@@ -68,6 +68,24 @@ fn rendezvous_64_fair_and_fast() {
     assert!(m.ion_fraction >= 0.9, "fraction {}", m.ion_fraction);
 }
 
+/// In a tree, relays get grants in proportion to the nodes behind them
+/// (weighted round robin), so every CN gets its share, not every
+/// neighbour of the ION.
+#[test]
+fn rendezvous_64_in_trees_fair_to_every_cn() {
+    for fanout in [4, 8] {
+        let m = run(&Config {
+            cns: 64,
+            fanout,
+            messages: 3,
+            ..Config::default()
+        });
+        assert!(m.exactly_once(), "{m:?}");
+        assert!(m.jain >= 0.9, "fanout {fanout}: jain {}", m.jain);
+        assert!(m.ion_fraction >= 0.9, "fanout {fanout}: {}", m.ion_fraction);
+    }
+}
+
 #[test]
 fn queues_stay_bounded() {
     let window = zoid_sim::MAX_WINDOW;

@@ -2,9 +2,23 @@
 
 //! Rendezvous grants, in ZOID's terms: a message larger than
 //! `ack_threshold` frames is announced first (request to send); the
-//! receiver grants large messages in FIFO order of their requests, one at a
-//! time per sending peer and at most `slots` at once, so a far node's
-//! request is not starved by near nodes and receive memory stays bounded.
+//! receiver grants large messages one at a time per sending peer and at
+//! most `slots` at once, so a far node's request is not starved by near
+//! nodes and receive memory stays bounded.
+//!
+//! # Order: weighted round robin
+//!
+//! Peers take turns, in proportion to their weights: a relay that carries
+//! the traffic of `n` nodes below it is pushed with weight `1 + n`, so
+//! every node behind it gets the share a leaf neighbour gets, not `1 / n`
+//! of it (start-time fair queueing, Goyal et al., 1996).  Each request gets
+//! a start tag, the later of the queue's virtual time and the finish tag of
+//! its peer's previous request (which the caller keeps per peer, so a peer
+//! that pauses between requests does not come back ahead of the others);
+//! its finish tag is its start plus `UNIT / weight`.  [`GrantQueue::next_grant`] grants the smallest start
+//! tag among the peers without an active grant (the oldest request on a
+//! tie), and the virtual time moves to that tag.  With equal weights the
+//! peers alternate, each peer's requests in the order they came.
 //!
 //! The queue never drops a request silently: a request it cannot hold is
 //! refused with a [`GrantError`], and the receiver answers the sender with a
@@ -20,6 +34,13 @@ pub const MAX_WAITING_PER_PEER: usize = 2;
 /// Most grants that can be active at once (the upper bound of `slots`).
 pub const MAX_SLOTS: usize = 64;
 
+/// Virtual-time cost of one grant at weight 1 (see the module
+/// documentation); a weight `w` costs `UNIT / w`.
+pub const UNIT: u64 = 1 << 20;
+
+/// Largest weight (more is treated as this).
+pub const MAX_WEIGHT: u32 = 1 << 10;
+
 /// A request to send one large message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Request {
@@ -29,6 +50,15 @@ pub struct Request {
     pub id: u32,
     /// Message length in bytes.
     pub len: u32,
+}
+
+/// A request in the queue (or granted) with its fair-queueing tags.  The
+/// queue's storage is made of these; `Default` is an unused entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Waiting {
+    request: Request,
+    start: u64,
+    finish: u64,
 }
 
 /// Why a request was refused.
@@ -54,11 +84,13 @@ pub struct GrantQueue<S> {
     queue: S,
     head: usize,
     len: usize,
-    active: [Option<Request>; MAX_SLOTS],
+    active: [Option<Waiting>; MAX_SLOTS],
     slots: usize,
+    /// Start tag of the last grant.
+    vtime: u64,
 }
 
-impl<S: DerefMut<Target = [Request]>> GrantQueue<S> {
+impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
     /// An empty queue holding up to `storage.len()` waiting requests and
     /// granting at most `slots` messages at once.
     pub fn with_storage(storage: S, slots: usize) -> Self {
@@ -68,6 +100,7 @@ impl<S: DerefMut<Target = [Request]>> GrantQueue<S> {
             len: 0,
             active: [None; MAX_SLOTS],
             slots: slots.clamp(1, MAX_SLOTS),
+            vtime: 0,
         }
     }
 
@@ -104,7 +137,7 @@ impl<S: DerefMut<Target = [Request]>> GrantQueue<S> {
         self.active.iter().filter(|a| a.is_some()).count()
     }
 
-    fn queued(&self) -> impl Iterator<Item = (usize, Request)> + '_ {
+    fn queued(&self) -> impl Iterator<Item = (usize, Waiting)> + '_ {
         let cap = self.queue.len();
         (0..self.len).map(move |i| {
             let at = (self.head + i) % cap;
@@ -112,37 +145,84 @@ impl<S: DerefMut<Target = [Request]>> GrantQueue<S> {
         })
     }
 
-    /// Queues a request.
+    /// Queues a request at weight 1, its peer's previous finish tag taken
+    /// from its requests still queued or granted.
     pub fn push(&mut self, r: Request) -> Result<(), GrantError> {
-        let same = |x: &Request| x.peer == r.peer && x.id == r.id;
+        let mut last = self
+            .queued()
+            .map(|(_, q)| q)
+            .chain(self.active.iter().flatten().copied())
+            .filter(|q| q.request.peer == r.peer)
+            .map(|q| q.finish)
+            .max()
+            .unwrap_or(0);
+        self.push_weighted(r, 1, &mut last)
+    }
+
+    /// Queues a request of a peer of `weight` (1..=[`MAX_WEIGHT`]: the
+    /// nodes whose traffic it carries, itself included).  `last_finish` is
+    /// the finish tag of the peer's previous request (0 at first), kept by
+    /// the caller with the peer and updated here when the request is
+    /// queued.
+    pub fn push_weighted(
+        &mut self,
+        r: Request,
+        weight: u32,
+        last_finish: &mut u64,
+    ) -> Result<(), GrantError> {
+        let same = |x: &Waiting| x.request.peer == r.peer && x.request.id == r.id;
         if self.queued().any(|(_, q)| same(&q)) || self.active.iter().flatten().any(same) {
             return Err(GrantError::Duplicate);
         }
-        if self.queued().filter(|(_, q)| q.peer == r.peer).count() >= MAX_WAITING_PER_PEER {
+        if self
+            .queued()
+            .filter(|(_, q)| q.request.peer == r.peer)
+            .count()
+            >= MAX_WAITING_PER_PEER
+        {
             return Err(GrantError::PeerLimit);
         }
         let cap = self.queue.len();
         if self.len == cap {
             return Err(GrantError::Full);
         }
-        self.queue[(self.head + self.len) % cap] = r;
+        let start = self.vtime.max(*last_finish);
+        let finish = start.saturating_add(UNIT / u64::from(weight.clamp(1, MAX_WEIGHT)));
+        *last_finish = finish;
+        self.queue[(self.head + self.len) % cap] = Waiting {
+            request: r,
+            start,
+            finish,
+        };
         self.len += 1;
         Ok(())
     }
 
-    /// The next request to grant now, if any: the oldest one whose peer has
-    /// no active grant, while fewer than `slots` grants are active.
+    /// The next request to grant now, if any, while fewer than `slots`
+    /// grants are active: among the peers without an active grant, the
+    /// request with the smallest start tag, the oldest on a tie.
     pub fn next_grant(&mut self) -> Option<Request> {
         if self.active() >= self.slots {
             return None;
         }
-        let busy =
-            |p: u16, active: &[Option<Request>]| active.iter().flatten().any(|a| a.peer == p);
-        let (at, r) = self.queued().find(|(_, r)| !busy(r.peer, &self.active))?;
+        let busy = |p: u16, active: &[Option<Waiting>]| {
+            active.iter().flatten().any(|a| a.request.peer == p)
+        };
+        let mut best: Option<(usize, Waiting)> = None;
+        for (at, w) in self.queued() {
+            if busy(w.request.peer, &self.active) {
+                continue;
+            }
+            if best.is_none_or(|(_, b)| w.start < b.start) {
+                best = Some((at, w));
+            }
+        }
+        let (at, w) = best?;
         let free = self.active.iter_mut().find(|a| a.is_none())?;
-        *free = Some(r);
+        *free = Some(w);
         self.remove_at(at);
-        Some(r)
+        self.vtime = self.vtime.max(w.start);
+        Some(w.request)
     }
 
     /// Removes the queue entry at ring position `at`, keeping FIFO order.
@@ -161,7 +241,7 @@ impl<S: DerefMut<Target = [Request]>> GrantQueue<S> {
     /// The granted message arrived (or was abandoned): frees its slot.
     pub fn complete(&mut self, peer: u16, id: u32) -> bool {
         for a in self.active.iter_mut() {
-            if a.is_some_and(|r| r.peer == peer && r.id == id) {
+            if a.is_some_and(|w| w.request.peer == peer && w.request.id == id) {
                 *a = None;
                 return true;
             }
@@ -172,14 +252,14 @@ impl<S: DerefMut<Target = [Request]>> GrantQueue<S> {
     /// Drops everything from and for `peer` (it went down).
     pub fn forget_peer(&mut self, peer: u16) {
         for a in self.active.iter_mut() {
-            if a.is_some_and(|r| r.peer == peer) {
+            if a.is_some_and(|w| w.request.peer == peer) {
                 *a = None;
             }
         }
         loop {
             let found = self
                 .queued()
-                .find(|(_, r)| r.peer == peer)
+                .find(|(_, w)| w.request.peer == peer)
                 .map(|(at, _)| at);
             match found {
                 Some(at) => self.remove_at(at),

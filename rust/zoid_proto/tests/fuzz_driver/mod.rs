@@ -14,7 +14,7 @@ use zoid_proto::crc32c::Crc32c;
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use zoid_proto::treenet::frag::{ReasmError, Reassembler};
 use zoid_proto::treenet::grant::{
-    GrantError, GrantQueue, Request, MAX_SLOTS, MAX_WAITING_PER_PEER,
+    GrantError, GrantQueue, Request, Waiting, MAX_SLOTS, MAX_WAITING_PER_PEER, MAX_WEIGHT, UNIT,
 };
 use zoid_proto::treenet::wire::{
     self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, HEADER_LEN, MSG_HEADER_LEN,
@@ -529,27 +529,53 @@ pub struct GrantStats {
     pub completed: usize,
 }
 
-/// Reference model of `GrantQueue`: plain vectors.
+/// A model entry: the request, its start and finish tags.
+type Tagged = (Request, u64, u64);
+
+/// Reference model of `GrantQueue`: plain vectors, start-time fair
+/// queueing written out.
 struct Model {
     cap: usize,
     slots: usize,
-    queue: Vec<Request>,
-    active: Vec<Request>,
+    queue: Vec<Tagged>,
+    active: Vec<Tagged>,
+    vtime: u64,
+    /// Per peer: finish tag of its last weighted request (the caller's
+    /// `last_finish`).
+    last: [u64; 8],
 }
 
 impl Model {
-    fn push(&mut self, r: Request) -> Result<(), GrantError> {
-        let same = |x: &Request| x.peer == r.peer && x.id == r.id;
+    /// `weight` `None`: `push` (weight 1, the last finish from the peer's
+    /// queued and granted requests); else `push_weighted`.
+    fn push(&mut self, r: Request, weight: Option<u32>) -> Result<(), GrantError> {
+        let same = |x: &Tagged| x.0.peer == r.peer && x.0.id == r.id;
         if self.queue.iter().chain(&self.active).any(same) {
             return Err(GrantError::Duplicate);
         }
-        if self.queue.iter().filter(|q| q.peer == r.peer).count() >= MAX_WAITING_PER_PEER {
+        if self.queue.iter().filter(|q| q.0.peer == r.peer).count() >= MAX_WAITING_PER_PEER {
             return Err(GrantError::PeerLimit);
         }
         if self.queue.len() == self.cap {
             return Err(GrantError::Full);
         }
-        self.queue.push(r);
+        let last = match weight {
+            Some(_) => self.last[usize::from(r.peer)],
+            None => self
+                .queue
+                .iter()
+                .chain(&self.active)
+                .filter(|q| q.0.peer == r.peer)
+                .map(|q| q.2)
+                .max()
+                .unwrap_or(0),
+        };
+        let start = self.vtime.max(last);
+        let finish = start + UNIT / u64::from(weight.unwrap_or(1).clamp(1, MAX_WEIGHT));
+        if weight.is_some() {
+            self.last[usize::from(r.peer)] = finish;
+        }
+        self.queue.push((r, start, finish));
         Ok(())
     }
 
@@ -557,26 +583,32 @@ impl Model {
         if self.active.len() >= self.slots {
             return None;
         }
-        let i = self
-            .queue
-            .iter()
-            .position(|r| !self.active.iter().any(|a| a.peer == r.peer))?;
-        let r = self.queue.remove(i);
-        self.active.push(r);
-        Some(r)
+        let mut best: Option<usize> = None;
+        for (i, q) in self.queue.iter().enumerate() {
+            if self.active.iter().any(|a| a.0.peer == q.0.peer) {
+                continue;
+            }
+            if best.is_none_or(|b| q.1 < self.queue[b].1) {
+                best = Some(i);
+            }
+        }
+        let t = self.queue.remove(best?);
+        self.vtime = self.vtime.max(t.1);
+        self.active.push(t);
+        Some(t.0)
     }
 
     fn complete(&mut self, peer: u16, id: u32) -> bool {
         let i = self
             .active
             .iter()
-            .position(|a| a.peer == peer && a.id == id);
+            .position(|a| a.0.peer == peer && a.0.id == id);
         i.map(|i| self.active.remove(i)).is_some()
     }
 
     fn forget_peer(&mut self, peer: u16) {
-        self.active.retain(|a| a.peer != peer);
-        self.queue.retain(|a| a.peer != peer);
+        self.active.retain(|a| a.0.peer != peer);
+        self.queue.retain(|a| a.0.peer != peer);
     }
 }
 
@@ -589,9 +621,10 @@ pub const GRANT_RESTART: u8 = 0x80;
 /// model.
 ///
 /// Input: one byte of initial slots, then two bytes per operation: the
-/// first's low three bits pick push / next_grant / complete / forget_peer /
-/// set_slots / grow, the rest pick the peer (0..8) and id (0..4) or slot
-/// count.  A set_slots whose second byte has [`GRANT_RESTART`] set starts
+/// first's low three bits pick push (0: `push`, 1: `push_weighted` at a
+/// weight of 1..=8 from the second byte's top bits) / next_grant / complete
+/// / forget_peer / set_slots / grow, the rest pick the peer (0..8) and id
+/// (0..4) or slot count.  A set_slots whose second byte has [`GRANT_RESTART`] set starts
 /// a new queue instead (several inputs can share one corpus file).  Grow
 /// moves the queue into storage of 0..16 entries (refused when too small).
 pub fn grant_queue(input: &[u8]) -> GrantStats {
@@ -605,11 +638,13 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
             slots: slots.clamp(1, MAX_SLOTS),
             queue: Vec::new(),
             active: Vec::new(),
+            vtime: 0,
+            last: [0; 8],
         };
-        let q = GrantQueue::with_storage(vec![Request::default(); GRANT_N], slots);
-        (q, m)
+        let q = GrantQueue::with_storage(vec![Waiting::default(); GRANT_N], slots);
+        (q, m, [0u64; 8])
     };
-    let (mut q, mut m) = new(first);
+    let (mut q, mut m, mut lasts) = new(first);
     let mut stats = GrantStats::default();
     for op in ops.chunks_exact(2) {
         stats.ops += 1;
@@ -617,9 +652,20 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
         let id = u32::from(op[1] & 3);
         let len = u32::from(op[1]) << 10;
         match op[0] & 7 {
-            0 | 1 => {
+            0 => {
                 let r = Request { peer, id, len };
-                assert_eq!(q.push(r), m.push(r), "push {r:?}");
+                assert_eq!(q.push(r), m.push(r, None), "push {r:?}");
+            }
+            1 => {
+                let r = Request { peer, id, len };
+                let w = u32::from(op[1] >> 5) + 1;
+                let last = &mut lasts[usize::from(peer)];
+                assert_eq!(
+                    q.push_weighted(r, w, last),
+                    m.push(r, Some(w)),
+                    "push {r:?} at weight {w}"
+                );
+                assert_eq!(*last, m.last[usize::from(peer)]);
             }
             2 | 3 => {
                 let before = q.active();
@@ -638,7 +684,7 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
             }
             6 if op[1] & GRANT_RESTART != 0 => {
                 let cap = usize::from(op[1] & 15);
-                let grown = q.replace_storage(vec![Request::default(); cap]);
+                let grown = q.replace_storage(vec![Waiting::default(); cap]);
                 assert_eq!(grown.is_ok(), cap >= m.queue.len(), "grow to {cap}");
                 if grown.is_ok() {
                     m.cap = cap;
@@ -649,7 +695,7 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
                 q.forget_peer(peer);
                 m.forget_peer(peer);
             }
-            _ if op[1] & GRANT_RESTART != 0 => (q, m) = new(op[1] & !GRANT_RESTART),
+            _ if op[1] & GRANT_RESTART != 0 => (q, m, lasts) = new(op[1] & !GRANT_RESTART),
             _ => {
                 let s = usize::from(op[1] % 10);
                 q.set_slots(s);
@@ -660,7 +706,7 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
         assert_eq!(q.active(), m.active.len(), "active");
         assert!(q.waiting() <= q.capacity());
         assert!(q.active() <= MAX_SLOTS);
-        let mut peers: Vec<u16> = m.active.iter().map(|a| a.peer).collect();
+        let mut peers: Vec<u16> = m.active.iter().map(|a| a.0.peer).collect();
         peers.sort_unstable();
         peers.dedup();
         assert_eq!(
