@@ -44,6 +44,8 @@ const LOOPBACK_MTU: usize = 1500;
 const RXQ_LIMIT: u32 = 4096;
 /// Frames handled per engine pass before transmitting (fairness).
 const RX_BUDGET: usize = 256;
+/// Frames one link may hand in per round of a pass (see `pass`).
+const RX_ROUND: usize = 32;
 /// Frames sent per engine pass per neighbour.
 const TX_BUDGET: usize = 128;
 /// Frames after which an ack goes without waiting for `ack_delay_us`.
@@ -51,6 +53,11 @@ const ACK_EVERY: u32 = 2;
 /// Initial grant queue capacity; it grows to hold
 /// [`MAX_WAITING_PER_PEER`] requests per neighbour.
 const GRANT_QUEUE_MIN: usize = 16;
+/// Neighbours whose session is not established yet (hellos heard, ours not
+/// echoed) kept at once; hellos from further new nodes are dropped
+/// (`drop_hello_flood`), so forged hellos cannot fill memory.  They expire
+/// after `peer_timeout_ms` of silence.
+const MAX_PENDING_NEIGHBORS: usize = 16;
 
 /// Rendezvous control message types (channel 0).
 const CTL_RTS: u8 = 1;
@@ -143,6 +150,7 @@ counters! {
         drop_no_channel: "Messages dropped: no receiver on the channel.",
         drop_nomem: "Messages dropped: out of memory.",
         drop_bad_hello: "Hellos dropped: malformed or from another pset.",
+        drop_hello_flood: "Hellos dropped: too many new neighbours not up yet.",
         drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
         inject_drop: "Frames dropped by fault injection.",
         inject_dup: "Frames duplicated by fault injection.",
@@ -859,18 +867,28 @@ impl Treenet {
         let now = now_ns();
         let k = &self.knobs;
         let s = &self.stats;
-        // Receive.
+        // Receive: the links take turns, at most RX_ROUND frames each per
+        // round, so a busy link (a flood) cannot starve the others.
         let mut budget = RX_BUDGET;
-        for li in 0..g.links.len() {
-            while budget > 0 {
-                let frame = match &g.links[li] {
-                    Some(Link::Net(n)) => n.recv(),
-                    _ => None,
-                };
-                let Some(frame) = frame else { break };
-                budget -= 1;
-                let mac = frame.src_mac();
-                g.handle_frame(k, s, li, mac, frame.data(), now);
+        loop {
+            let mut got = false;
+            for li in 0..g.links.len() {
+                let mut share = RX_ROUND;
+                while share > 0 && budget > 0 {
+                    let frame = match &g.links[li] {
+                        Some(Link::Net(n)) => n.recv(),
+                        _ => None,
+                    };
+                    let Some(frame) = frame else { break };
+                    share -= 1;
+                    budget -= 1;
+                    got = true;
+                    let mac = frame.src_mac();
+                    g.handle_frame(k, s, li, mac, frame.data(), now);
+                }
+            }
+            if !got || budget == 0 {
+                break;
             }
         }
         let looped = core::mem::take(&mut g.loop_frames);
@@ -894,7 +912,14 @@ impl Treenet {
         }
         let mut i = 0;
         while i < g.neighbors.len() {
-            if g.neighbors[i].up && now.saturating_sub(g.neighbors[i].last_rx_ns) > timeout_ns {
+            let silent = now.saturating_sub(g.neighbors[i].last_rx_ns) > timeout_ns;
+            if silent && !g.neighbors[i].up {
+                // A handshake that never finished (a node gone meanwhile,
+                // or a forged hello): forget it; it never carried data.
+                let _ = g.neighbors.remove(i);
+                continue;
+            }
+            if g.neighbors[i].up && silent {
                 pr_info!(
                     "treenet: node {} is down (silent {} ms)\n",
                     g.neighbors[i].node,
@@ -1511,6 +1536,10 @@ impl Inner {
         }
         let ni = match self.neighbor(src) {
             Some(ni) => ni,
+            None if self.neighbors.iter().filter(|n| !n.up).count() >= MAX_PENDING_NEIGHBORS => {
+                count(&s.drop_hello_flood);
+                return;
+            }
             None => match self.new_neighbor(src, li, mac, hello.epoch) {
                 Ok(ni) => ni,
                 Err(_) => {

@@ -346,11 +346,14 @@ impl SelfTest {
             let ion = ion.ok_or(EHOSTUNREACH)?;
             let me = u32::from(self.net.node_id());
             // Check in again every 2 s: a check-in or a release can be lost
-            // when a neighbour flaps (its queued messages are dropped).
+            // when a neighbour flaps (its queued messages are dropped), and
+            // a check-in cannot be sent while the session with the ION
+            // restarts (EHOSTUNREACH): that one is sent again too.
             let mut tries = 0;
             loop {
-                self.net
-                    .send(CHAN_CTL, ion, ctl(OP_BARRIER, tag, me, 0, 0)?, true)?;
+                let _ = self
+                    .net
+                    .send(CHAN_CTL, ion, ctl(OP_BARRIER, tag, me, 0, 0)?, true);
                 match self.wait_until(2_000, |s| s.released.contains(&tag)) {
                     Err(e) if e == ETIMEDOUT && tries < 300 => tries += 1,
                     r => break r?,
