@@ -302,32 +302,31 @@ fn weighted_peers_get_their_share() {
     for peer in [1, 1, 2, 2] {
         push(&mut g, peer);
     }
-    let mut order = Vec::new();
-    for _ in 0..20 {
-        let got = g.next_grant().unwrap();
-        order.push(got.peer);
-        g.complete(got.peer, got.id);
-        push(&mut g, got.peer);
+    // `n` grants, each completed and its peer asking again at once.
+    fn grant(
+        g: &mut GrantQueue<Vec<Waiting>>,
+        push: &mut dyn FnMut(&mut GrantQueue<Vec<Waiting>>, u16),
+        n: usize,
+    ) -> Vec<u16> {
+        (0..n)
+            .map(|_| {
+                let got = g.next_grant().unwrap();
+                g.complete(got.peer, got.id);
+                push(g, got.peer);
+                got.peer
+            })
+            .collect()
     }
+    let order = grant(&mut g, &mut push, 20);
     let relay = order.iter().filter(|&&p| p == 1).count();
     assert_eq!((relay, order.len() - relay), (16, 4), "{order:?}");
     // The leaf pauses for 10 grants of the relay, then asks again: it is
     // next (an idle peer comes back at the current virtual time), and its
     // pause earned it no more than that one turn.
     g.forget_peer(2);
-    for _ in 0..10 {
-        let got = g.next_grant().unwrap();
-        g.complete(got.peer, got.id);
-        push(&mut g, got.peer);
-    }
+    grant(&mut g, &mut push, 10);
     push(&mut g, 2);
-    let mut order = Vec::new();
-    for _ in 0..10 {
-        let got = g.next_grant().unwrap();
-        order.push(got.peer);
-        g.complete(got.peer, got.id);
-        push(&mut g, got.peer);
-    }
+    let order = grant(&mut g, &mut push, 10);
     assert_eq!(order[0], 2, "{order:?}");
     assert_eq!(order.iter().filter(|&&p| p == 2).count(), 3, "{order:?}");
 }
