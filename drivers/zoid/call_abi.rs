@@ -18,7 +18,7 @@ use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// The ABI this file speaks (`ZOID_CLIENT_ABI`).
-const ZOID_CLIENT_ABI: u32 = 3;
+const ZOID_CLIENT_ABI: u32 = 4;
 
 extern "C" {
     fn zoid_client_abi() -> u32;
@@ -30,6 +30,7 @@ extern "C" {
         args_len: usize,
         timeout_ms: u32,
         mode: c_int,
+        abort: *const c_void,
         reply: *mut *mut c_void,
     ) -> c_int;
     fn zoid_call_start(
@@ -39,6 +40,7 @@ extern "C" {
         args_len: usize,
         timeout_ms: u32,
         mode: c_int,
+        abort: *const c_void,
         call: *mut *mut c_void,
     ) -> c_int;
     fn zoid_call_wait(call: *mut c_void, reply: *mut *mut c_void) -> c_int;
@@ -144,15 +146,21 @@ fn reply_in(r: c_int, raw: *mut c_void) -> core::result::Result<Reply, CallFailu
 
 /// Calls `function` of `plugin` with marshalled `args`, with the calling
 /// task's credentials.
-pub(crate) fn call(
+///
+/// # Safety
+///
+/// `abort` is null or an `atomic_t` that stays valid until this returns.
+pub(crate) unsafe fn call(
     plugin: u16,
     function: u16,
     args: &[u8],
     timeout_ms: u32,
     mode: Mode,
+    abort: *const c_void,
 ) -> core::result::Result<Reply, CallFailure> {
     let mut raw: *mut c_void = core::ptr::null_mut();
-    // SAFETY: `args` is valid for its length; `raw` for one write.
+    // SAFETY: `args` is valid for its length; `raw` for one write;
+    // `abort` as the caller guarantees.
     let r = unsafe {
         zoid_call(
             plugin,
@@ -161,6 +169,7 @@ pub(crate) fn call(
             args.len(),
             timeout_ms,
             mode as c_int,
+            abort,
             &mut raw,
         )
     };
@@ -174,15 +183,22 @@ pub(crate) struct InFlight(NonNull<c_void>);
 impl InFlight {
     /// Sends a call like [`call`] without waiting for it (its arguments
     /// are copied before this returns).
-    pub(crate) fn start(
+    ///
+    /// # Safety
+    ///
+    /// `abort` is null or an `atomic_t` that stays valid until the call is
+    /// waited for or dropped.
+    pub(crate) unsafe fn start(
         plugin: u16,
         function: u16,
         args: &[u8],
         timeout_ms: u32,
         mode: Mode,
+        abort: *const c_void,
     ) -> Result<Self> {
         let mut raw: *mut c_void = core::ptr::null_mut();
-        // SAFETY: `args` is valid for its length; `raw` for one write.
+        // SAFETY: `args` is valid for its length; `raw` for one write;
+        // `abort` as the caller guarantees.
         to_result(unsafe {
             zoid_call_start(
                 plugin,
@@ -191,6 +207,7 @@ impl InFlight {
                 args.len(),
                 timeout_ms,
                 mode as c_int,
+                abort,
                 &mut raw,
             )
         })?;
@@ -219,9 +236,30 @@ impl Drop for InFlight {
 /// A [`Transport`] over zoid's client with one mount's timeout and mode.
 pub(crate) struct ZoidTransport {
     /// Per-call timeout in ms (0: zoid's `timeout_ms` knob).
-    pub(crate) timeout_ms: u32,
+    timeout_ms: u32,
     /// Soft, hard or zoid's default.
-    pub(crate) mode: Mode,
+    mode: Mode,
+    /// Null or the owner's abort flag (a C `atomic_t`).
+    abort: *const c_void,
+}
+
+impl ZoidTransport {
+    /// A transport whose calls have `timeout_ms` and `mode`, and give up
+    /// with `ESHUTDOWN` once the `atomic_t` at `abort` (if not null) is
+    /// nonzero.
+    ///
+    /// # Safety
+    ///
+    /// `abort` is null or an `atomic_t`, written only atomically, that
+    /// stays valid until every call made through this transport (and
+    /// every [`Started`] call) has been waited for or dropped.
+    pub(crate) unsafe fn new(timeout_ms: u32, mode: Mode, abort: *const c_void) -> Self {
+        Self {
+            timeout_ms,
+            mode,
+            abort,
+        }
+    }
 }
 
 fn local(e: Error) -> CallError {
@@ -240,7 +278,18 @@ impl Transport for ZoidTransport {
         args.resize(measure_args(encode)?, 0, GFP_KERNEL)
             .map_err(|_| local(ENOMEM))?;
         encode_args(encode, &mut args)?;
-        let reply = match call(plugin, function, &args, self.timeout_ms, self.mode) {
+        // SAFETY: `self.abort` outlives the call (`ZoidTransport::new`).
+        let r = unsafe {
+            call(
+                plugin,
+                function,
+                &args,
+                self.timeout_ms,
+                self.mode,
+                self.abort,
+            )
+        };
+        let reply = match r {
             Ok(r) => r,
             Err(CallFailure::Ion(errno)) => return Err(CallError::Errno(errno)),
             Err(CallFailure::Local(e)) => return Err(local(e)),
@@ -270,13 +319,17 @@ impl Transport for Starter<'_> {
         args.resize(measure_args(encode)?, 0, GFP_KERNEL)
             .map_err(|_| local(ENOMEM))?;
         encode_args(encode, &mut args)?;
-        let call = InFlight::start(
-            plugin,
-            function,
-            &args,
-            self.base.timeout_ms,
-            self.base.mode,
-        )
+        // SAFETY: `abort` outlives the started call (`ZoidTransport::new`).
+        let call = unsafe {
+            InFlight::start(
+                plugin,
+                function,
+                &args,
+                self.base.timeout_ms,
+                self.base.mode,
+                self.base.abort,
+            )
+        }
         .map_err(local)?;
         self.call.set(Some(call));
         // The stub must not go on to its results: they come in `finish`.

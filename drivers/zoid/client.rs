@@ -11,7 +11,8 @@
 //! way.  Timeouts follow the mount-style `soft`/`hard` choice: soft calls
 //! fail with `ETIMEDOUT` after `timeout_ms`; hard calls keep waiting, and
 //! are sent again when the ION comes back (a new attach), until a fatal
-//! signal.
+//! signal.  A caller may pass an [`AbortFlag`] (zoidfs's `umount -f`):
+//! once it is set, its calls give up with `ESHUTDOWN`, hard or not.
 
 use crate::stats::Stats;
 use crate::treenet;
@@ -63,6 +64,43 @@ impl Args<'_> {
             Args::User(_, n) => *n,
         }
     }
+}
+
+/// A caller's flag (a C `atomic_t`) that makes its calls give up once it
+/// is nonzero: zoidfs sets one per mount on `umount -f`.
+#[derive(Clone, Copy)]
+pub(crate) struct AbortFlag(core::ptr::NonNull<i32>);
+
+// SAFETY: the flag is only read, atomically (`atomic_load`), from any
+// thread; its owner keeps it alive while calls that use it are in flight
+// (the contract of `AbortFlag::new`).
+unsafe impl Send for AbortFlag {}
+// SAFETY: as for `Send`: shared access is atomic reads only.
+unsafe impl Sync for AbortFlag {}
+
+impl AbortFlag {
+    /// The flag at `ptr` (a C `atomic_t`), or `None` for a null pointer.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` is null or points to an `atomic_t` that is only written
+    /// atomically and stays valid until every call given this flag has
+    /// been waited for or dropped.
+    pub(crate) unsafe fn new(ptr: *const c_void) -> Option<Self> {
+        core::ptr::NonNull::new(ptr.cast_mut().cast::<i32>()).map(Self)
+    }
+
+    /// Whether the owner asked its calls to give up.
+    pub(crate) fn is_set(&self) -> bool {
+        // SAFETY: `self.0` is valid, aligned and written only atomically
+        // (`AbortFlag::new`'s contract).
+        unsafe { kernel::sync::atomic::atomic_load(self.0.as_ptr(), Relaxed) != 0 }
+    }
+}
+
+/// Whether `abort` is there and set.
+fn aborted(abort: Option<AbortFlag>) -> bool {
+    abort.is_some_and(|a| a.is_set())
 }
 
 /// One call in flight.
@@ -160,11 +198,13 @@ pub(crate) struct InFlight {
     /// Timeout (ms) from `start` in soft mode, before a resend in hard.
     timeout: u32,
     hard: bool,
+    /// The caller's abort flag.
+    abort: Option<AbortFlag>,
 }
 
 impl InFlight {
     /// Waits for the call's reply (or its failure: `ETIMEDOUT` in soft
-    /// mode, `EINTR` on a signal).
+    /// mode, `EINTR` on a signal, `ESHUTDOWN` once its abort flag is set).
     pub(crate) fn wait(mut self) -> Result<CallReply> {
         let r = self.wait_reply();
         // Answered or given up (the ION was told): nothing left to cancel.
@@ -196,6 +236,14 @@ impl InFlight {
         let stats = &client.stats;
         let mut deadline = self.start + u64::from(self.timeout) * 1_000_000;
         loop {
+            if aborted(self.abort) {
+                if let Some(reply) = self.take_reply() {
+                    return Ok(reply);
+                }
+                stats.c.aborted.fetch_add(1, Relaxed);
+                client.send_notice(self.ion, MsgKind::Cancel, self.call.tag);
+                return Err(ESHUTDOWN);
+            }
             {
                 let mut g = self.call.state.lock();
                 if let CallState::Waiting = &*g {
@@ -242,7 +290,7 @@ impl InFlight {
                 g.epoch != self.epoch || g.ion.is_none()
             };
             if lost && (self.hard || now_ns() < deadline) {
-                if let Ok((ion, _, epoch)) = client.ensure_attached() {
+                if let Ok((ion, _, epoch)) = client.ensure_attached(self.abort) {
                     if epoch != self.epoch || !self.sent {
                         self.ion = ion;
                         self.epoch = epoch;
@@ -401,17 +449,20 @@ impl Client {
 
     /// Attaches now if not attached.
     pub(crate) fn attach_now(&self) -> Result {
-        self.ensure_attached().map(|_| ())
+        self.ensure_attached(None).map(|_| ())
     }
 
     /// The ION and its limits, attaching first if needed (waits at most
     /// the `timeout_ms` knob).
     pub(crate) fn attached(&self) -> Result<(u16, AttachReply)> {
-        self.ensure_attached().map(|(ion, l, _)| (ion, l))
+        self.ensure_attached(None).map(|(ion, l, _)| (ion, l))
     }
 
     /// Attaches if needed; returns (ion, limits, epoch).
-    fn ensure_attached(&self) -> Result<(u16, AttachReply, u32)> {
+    /// Attaches to the ION if needed: its node id, limits and the attach's
+    /// epoch; `ETIMEDOUT` after the `timeout_ms` knob, `EINTR` on a
+    /// signal, `ESHUTDOWN` once `abort` is set.
+    fn ensure_attached(&self, abort: Option<AbortFlag>) -> Result<(u16, AttachReply, u32)> {
         let timeout = u64::from(self.knobs.timeout_ms.load(Relaxed));
         let deadline = now_ns() + timeout * 1_000_000;
         let mut g = self.state.lock();
@@ -421,6 +472,9 @@ impl Client {
             }
             if now_ns() >= deadline {
                 return Err(ETIMEDOUT);
+            }
+            if aborted(abort) {
+                return Err(ESHUTDOWN);
             }
             if !g.attaching {
                 let Ok(ion) = treenet::ion() else {
@@ -484,9 +538,12 @@ impl Client {
         args: Args<'_>,
         timeout_ms: u32,
         hard: Option<bool>,
+        abort: Option<AbortFlag>,
     ) -> Result<CallReply> {
-        self.start(creds, plugin, function, flags, args, timeout_ms, hard)?
-            .wait()
+        self.start(
+            creds, plugin, function, flags, args, timeout_ms, hard, abort,
+        )?
+        .wait()
     }
 
     /// Sends one call like [`Client::call`] and returns without waiting:
@@ -504,14 +561,24 @@ impl Client {
         args: Args<'_>,
         timeout_ms: u32,
         hard: Option<bool>,
+        abort: Option<AbortFlag>,
     ) -> Result<InFlight> {
+        if aborted(abort) {
+            self.stats.c.aborted.fetch_add(1, Relaxed);
+            return Err(ESHUTDOWN);
+        }
         // Hard mode waits for an ION that does not answer the attach too.
         let hard = hard.unwrap_or(self.knobs.hard.load(Relaxed) != 0);
         let (ion, limits, epoch) = loop {
-            match self.ensure_attached() {
+            match self.ensure_attached(abort) {
                 Ok(a) => break a,
                 Err(e) if hard && e == ETIMEDOUT => continue,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if e == ESHUTDOWN {
+                        self.stats.c.aborted.fetch_add(1, Relaxed);
+                    }
+                    return Err(e);
+                }
             }
         };
         let groups = creds.groups();
@@ -598,6 +665,7 @@ impl Client {
             start,
             timeout,
             hard,
+            abort,
         })
     }
 

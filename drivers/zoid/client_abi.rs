@@ -5,14 +5,14 @@
 //! credentials.  A reply crosses the boundary as an opaque, boxed
 //! [`CallReply`] that the consumer reads and frees.
 
-use crate::client::{Args, CallReply, InFlight, UpcallFn};
+use crate::client::{AbortFlag, Args, CallReply, InFlight, UpcallFn};
 use crate::devzoid;
 use crate::zoid_kernel::cred::Creds;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// `ZOID_CLIENT_ABI`.
-const ZOID_CLIENT_ABI: u32 = 3;
+const ZOID_CLIENT_ABI: u32 = 4;
 
 /// `zoid_client_abi()`.
 #[no_mangle]
@@ -109,7 +109,8 @@ unsafe fn reply_out(r: Result<CallReply>, reply: *mut *mut c_void) -> c_int {
 /// # Safety
 ///
 /// `args` is valid for `args_len` reads (or `args_len` is 0); `reply` is
-/// valid for one write.
+/// valid for one write; `abort` is null or an `atomic_t` valid until the
+/// call returns.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn zoid_call(
     plugin: u16,
@@ -118,11 +119,14 @@ pub(crate) unsafe extern "C" fn zoid_call(
     args_len: usize,
     timeout_ms: u32,
     mode: c_int,
+    abort: *const c_void,
     reply: *mut *mut c_void,
 ) -> c_int {
     if reply.is_null() {
         return EINVAL.to_errno();
     }
+    // SAFETY: the caller's guarantee: `abort` outlives the call.
+    let abort = unsafe { AbortFlag::new(abort) };
     // SAFETY: the caller's guarantee.
     let r = unsafe { args_in(args, args_len) }.and_then(|args| {
         let hard = hard_mode(mode)?;
@@ -134,6 +138,7 @@ pub(crate) unsafe extern "C" fn zoid_call(
             Args::Kernel(args),
             timeout_ms,
             hard,
+            abort,
         )
     });
     // SAFETY: `reply` is valid for one write (the caller's guarantee).
@@ -145,7 +150,8 @@ pub(crate) unsafe extern "C" fn zoid_call(
 /// # Safety
 ///
 /// `args` is valid for `args_len` reads (or `args_len` is 0); `call` is
-/// valid for one write.
+/// valid for one write; `abort` is null or an `atomic_t` valid until the
+/// call is passed to [`zoid_call_wait`].
 #[no_mangle]
 pub(crate) unsafe extern "C" fn zoid_call_start(
     plugin: u16,
@@ -154,11 +160,14 @@ pub(crate) unsafe extern "C" fn zoid_call_start(
     args_len: usize,
     timeout_ms: u32,
     mode: c_int,
+    abort: *const c_void,
     call: *mut *mut c_void,
 ) -> c_int {
     if call.is_null() {
         return EINVAL.to_errno();
     }
+    // SAFETY: the caller's guarantee: `abort` outlives the call.
+    let abort = unsafe { AbortFlag::new(abort) };
     // SAFETY: the caller's guarantee.
     let r = unsafe { args_in(args, args_len) }.and_then(|args| {
         let hard = hard_mode(mode)?;
@@ -170,6 +179,7 @@ pub(crate) unsafe extern "C" fn zoid_call_start(
             Args::Kernel(args),
             timeout_ms,
             hard,
+            abort,
         )?;
         Ok(KBox::new(started, GFP_KERNEL)?)
     });

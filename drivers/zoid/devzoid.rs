@@ -266,6 +266,7 @@ impl ZoidFile {
             Args::User(UserPtr::from_addr(c.args as usize), c.args_len as usize),
             c.timeout_ms,
             None,
+            None,
         )?;
         if reply.len() > c.reply_cap as usize {
             return Err(EOVERFLOW);

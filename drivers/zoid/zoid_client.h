@@ -9,9 +9,9 @@
  *
  *	struct zoid_reply *r;
  *	int errno_ion;
- *	err = zoid_call(4, 2, args, args_len, 0, ZOID_CALL_DEFAULT, &r);
+ *	err = zoid_call(4, 2, args, args_len, 0, ZOID_CALL_DEFAULT, NULL, &r);
  *	if (err > 0)		   the ION answered with errno `err`
- *	else if (err < 0)	   no answer: -ETIMEDOUT, -EINTR, -E2BIG, ...
+ *	else if (err < 0)	   no answer: -ETIMEDOUT, -EINTR, -ESHUTDOWN, -E2BIG, ...
  *	else {			   zoid_reply_read(r, 0, buf, zoid_reply_len(r));
  *		zoid_reply_free(r);
  *	}
@@ -26,7 +26,7 @@
 
 #include <linux/types.h>
 
-#define ZOID_CLIENT_ABI 3
+#define ZOID_CLIENT_ABI 4
 
 /* How a call waits for an ION that does not answer. */
 enum zoid_call_mode {
@@ -74,9 +74,14 @@ int zoid_client_set_upcall(u16 plugin, zoid_upcall_fn fn);
  * Returns 0 with *reply set to the results (free with zoid_reply_free()),
  * a positive errno the ION answered (no reply), or a negative errno when
  * there is no answer.
+ *
+ * `abort` is NULL or a flag that stays valid until the call is waited
+ * for: once it is nonzero the call gives up with -ESHUTDOWN within 250 ms
+ * (even a hard one: zoidfs's `umount -f`), and is not sent at all if it
+ * was set before.
  */
 int zoid_call(u16 plugin, u16 function, const void *args, size_t args_len,
-	      u32 timeout_ms, int mode, struct zoid_reply **reply);
+	      u32 timeout_ms, int mode, const atomic_t *abort, struct zoid_reply **reply);
 
 /*
  * Sends a call like zoid_call() and returns without waiting: 0 with *call
@@ -85,7 +90,7 @@ int zoid_call(u16 plugin, u16 function, const void *args, size_t args_len,
  * flight; each must be passed to zoid_call_wait() exactly once.
  */
 int zoid_call_start(u16 plugin, u16 function, const void *args, size_t args_len,
-		    u32 timeout_ms, int mode, struct zoid_call **call);
+		    u32 timeout_ms, int mode, const atomic_t *abort, struct zoid_call **call);
 
 /*
  * Waits for a started call and frees it: returns as zoid_call() (with a

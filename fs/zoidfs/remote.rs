@@ -19,7 +19,7 @@ use crate::zoid_proto::zoid::plugins::zoidfs::{
 use core::ffi::c_void;
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
-use kernel::sync::atomic::Relaxed;
+use kernel::sync::atomic::{Atomic, Relaxed};
 
 /// `struct zoidfs_fh`.
 #[repr(C)]
@@ -103,6 +103,9 @@ pub(crate) struct RawStatFs {
 pub(crate) struct RawConn {
     timeout_ms: u32,
     mode: c_int,
+    /// `atomic_t abort`: set by `umount -f`, then the mount's calls give
+    /// up (C writes it atomically).
+    abort: Atomic<i32>,
 }
 
 /// `zoidfs_emit_fn`.
@@ -126,12 +129,16 @@ fn neg(e: Error) -> c_int {
 /// `ETIMEDOUT`: a soft call the ION did not answer in time.
 const ETIMEDOUT: i32 = 110;
 
+/// `ESHUTDOWN`: a call given up by `umount -f`.
+const ESHUTDOWN_ERRNO: i32 = 108;
+
 /// A call's failure as a kernel error (counted).  A soft mount's timeout
-/// reaches the caller as `EIO`, as NFS's does.
+/// and a call given up by `umount -f` reach the caller as `EIO`, as
+/// NFS's do.
 fn failed(op: Op, e: CallError) -> Error {
     let errno = e.errno();
     STATS.failed(op, errno);
-    if errno == ETIMEDOUT {
+    if errno == ETIMEDOUT || errno == ESHUTDOWN_ERRNO {
         EIO
     } else if errno > 0 && errno < 4096 {
         Error::from_errno(-errno)
@@ -155,11 +162,13 @@ impl Remote {
             2 => Mode::Hard,
             _ => Mode::Default,
         };
+        let abort = core::ptr::from_ref(&c.abort).cast::<c_void>();
         Self {
-            t: ZoidTransport {
-                timeout_ms: c.timeout_ms,
-                mode,
-            },
+            // SAFETY: `c.abort` is an `atomic_t` in the mount's superblock
+            // info (or a caller's copy of it), written only atomically,
+            // which outlives every call of the mount: C waits for its
+            // calls before it frees the conn.
+            t: unsafe { ZoidTransport::new(c.timeout_ms, mode, abort) },
         }
     }
 
@@ -1118,6 +1127,12 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_recalled(
 #[no_mangle]
 pub(crate) extern "C" fn zoidfs_rs_ssi_count(event: c_int) {
     STATS.ssi_event(event);
+}
+
+/// `zoidfs_rs_count_forced_umount()`.
+#[no_mangle]
+pub(crate) extern "C" fn zoidfs_rs_count_forced_umount() {
+    STATS.forced_umounts.fetch_add(1, Relaxed);
 }
 
 /// `zoidfs_rs_parse_recall()`: decodes upcall `function`'s `body` (a

@@ -47,6 +47,8 @@ counters! {
         errors: "Calls that failed (any errno, the ION's or zoid's).",
         estale: "Calls that failed with ESTALE (an object gone on the ION).",
         timeouts: "Calls that failed with ETIMEDOUT (soft mounts, no ION).",
+        forced: "Calls given up by umount -f (the caller saw EIO).",
+        forced_umounts: "umount -f requests (umount_begin).",
         connect_failed: "Mounts that found no ION.",
     }
 }
@@ -86,6 +88,7 @@ pub(crate) enum Op {
 
 const ESTALE: i32 = 116;
 const ETIMEDOUT: i32 = 110;
+const ESHUTDOWN: i32 = 108;
 
 impl Counters {
     fn of(&self, op: Op) -> &Atomic<u64> {
@@ -135,6 +138,9 @@ impl Counters {
             }
             (_, ETIMEDOUT) => {
                 self.timeouts.fetch_add(1, Relaxed);
+            }
+            (_, ESHUTDOWN) => {
+                self.forced.fetch_add(1, Relaxed);
             }
             _ => {}
         }

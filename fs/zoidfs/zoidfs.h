@@ -80,6 +80,7 @@ struct zoidfs_statfs {
 struct zoidfs_conn {
 	u32 timeout_ms;		/* per call, 0: zoid's knob */
 	int mode;		/* enum zoid_call_mode */
+	atomic_t abort;		/* umount -f: calls give up with -EIO */
 };
 
 /* readdir's callback: false when the caller's buffer is full. */
@@ -177,6 +178,8 @@ int zoidfs_rs_parse_recall(u16 function, const void *body, size_t len, struct zo
 
 /* consistency=ssi: counts what ssi's callbacks and the size object did. */
 void zoidfs_rs_ssi_count(int event);
+/* Counts an umount -f. */
+void zoidfs_rs_count_forced_umount(void);
 
 /* Implemented in C (zoidfs_vfs.c), called from the module's init/exit. */
 int zoidfs_register(void);

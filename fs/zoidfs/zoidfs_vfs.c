@@ -1601,7 +1601,9 @@ static void zoidfs_recall_work(struct work_struct *work)
 
 		if (inode) {
 			zoidfs_relaxed_recall(inode, r->grant);
-			conn = ZSB(sbs[i])->conn;
+			/* Its timeout and mode; the answer goes even after umount -f. */
+			conn.timeout_ms = ZSB(sbs[i])->conn.timeout_ms;
+			conn.mode = ZSB(sbs[i])->conn.mode;
 			iput(inode);
 		}
 		deactivate_super(sbs[i]);
@@ -2257,12 +2259,26 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	return 0;
 }
 
+/*
+ * umount -f: the mount's calls in flight give up with EIO (a hard mount's
+ * too, within 250 ms) and so do all that follow, so that the unmount
+ * itself cannot hang on a dead ION.  Data not yet on the ION is lost (its
+ * writers saw EIO).  If the unmount then fails (EBUSY: files still open),
+ * the mount stays dead: every call fails until it is unmounted.
+ */
+static void zoidfs_umount_begin(struct super_block *sb)
+{
+	atomic_set(&ZSB(sb)->conn.abort, 1);
+	zoidfs_rs_count_forced_umount();
+}
+
 static const struct super_operations zoidfs_sops = {
 	.alloc_inode = zoidfs_alloc_inode,
 	.free_inode = zoidfs_free_inode,
 	.statfs = zoidfs_statfs,
 	.evict_inode = zoidfs_evict_inode,
 	.show_options = zoidfs_show_options,
+	.umount_begin = zoidfs_umount_begin,
 };
 
 /* ---- Mounting ---- */
