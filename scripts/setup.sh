@@ -21,6 +21,8 @@ PKGS=(
   gcc-powerpc-linux-gnu libc6-dev-powerpc-cross u-boot-tools
   # guests
   qemu-system-x86 qemu-system-ppc busybox-static
+  # the ION's ext4 disk in the crash test (qemu/pset --ion-disk)
+  e2fsprogs
   # busybox cross-build for ppc32 (apt-get source)
   dpkg-dev
 )

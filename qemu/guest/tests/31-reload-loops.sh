@@ -59,6 +59,7 @@ if [ "$ZOID_ROLE" = ion ]; then
   done
   nonzero "zoid (ION)" $Z/stats
 fi
+t0=$(date +%s)
 i=0
 while [ $i -lt "$ION_LOOPS" ]; do
   if [ "$ZOID_ROLE" = ion ]; then

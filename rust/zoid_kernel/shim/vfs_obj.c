@@ -81,11 +81,21 @@ int zk_obj_fh(struct zk_obj *o, u8 *buf, u32 cap)
 	return 1 + 4 * words;
 }
 
-/* Accept only dentries at or below the export's root. */
+/*
+ * Accept only dentries at or below the export's root.  A file (not a
+ * directory: those are always reconnected) that is not in the dcache, as
+ * after the ION rebooted, comes back disconnected, with no path to check:
+ * it is accepted when the export is the root of its filesystem (every
+ * inode there is inside the export), and stale otherwise (docs/zoidfs.md,
+ * "Handles").
+ */
 static int zk_below_root(void *ctx, struct dentry *d)
 {
 	struct zk_export *e = ctx;
+	struct super_block *sb = e->root.dentry->d_sb;
 
+	if (e->root.dentry == sb->s_root && d->d_sb == sb)
+		return 1;
 	return is_subdir(d, e->root.dentry);
 }
 

@@ -1,0 +1,77 @@
+# The ION crashes mid-workload and boots again (issue 8), run by
+# scripts/check.py in a pset of its own (`qemu/pset --ion-disk 64`, this
+# script as both commands).  The ION exports a directory of an ext4 disk;
+# every CN writes records through a hard mount, each fsynced before it
+# counts as acknowledged.  The ION asks the harness for a power cut
+# (`@@ZOID crash`: its QEMU process is killed, nothing synced) while the
+# writers run, and boots again: ext4 replays its journal, zoid loads with
+# the directory exported (crash-ion.pre-modules), and the CNs' hard calls, blocked meanwhile, are
+# sent again.  Every acknowledged record must be on the ION's disk, in
+# place, and every record the writers wrote must be there in the end.
+. /zoid/tests/treenet-lib.sh
+Z=/sys/kernel/zoid
+D=/ion-disk
+X=$D
+H=/mnt/zfs-crash
+RECORDS=${CRASH_RECORDS:-120}
+record() { printf 'cn%s record %05d ..............\n' "$ZOID_NODE_ID" "$1"; }
+
+if [ "$ZOID_ROLE" = ion ]; then
+  # crash-ion.pre-modules mounted the disk and loaded zoid with it as the
+  # export (its root: see there).
+  grep -q " $D ext4 " /proc/mounts || { echo "$D is not mounted"; exit 1; }
+  [ "$(cat $Z/export)" = $X ] || { echo "export: $(cat $Z/export)"; exit 1; }
+  echo "ION life $ZOID_BOOT: $(grep ' /ion-disk ' /proc/mounts | cut -d' ' -f1-3), export $(cat $Z/export)"
+  if [ "$ZOID_BOOT" = 1 ]; then
+    barrier 9699
+    barrier 9700
+    # The writers run: cut the power in the middle of their records.
+    i=0
+    until [ "$(ls $X | grep -c '^data-cn')" = "$ZOID_CNS" ] &&
+      [ "$(cat $X/data-cn* | wc -l)" -ge $((ZOID_CNS * RECORDS / 4)) ]; do
+      i=$((i + 1)); [ $i -le 600 ] || { echo "the writers never got going"; ls -l $X; exit 1; }
+      sleep 0.1
+    done
+    echo "ION: $(cat $X/data-cn* | wc -l) records in, power cut"
+    echo "@@ZOID crash" > /dev/console
+    sleep 3600
+  fi
+  barrier 9701
+  barrier 9702
+  # Every CN's file, whole and exact, on the disk that went through the crash.
+  for n in $(seq 1 "$ZOID_CNS"); do
+    [ "$(wc -l < $X/data-cn$n)" = "$RECORDS" ] || { echo "CN $n: $(wc -l < $X/data-cn$n) records"; exit 1; }
+  done
+  echo "ION: every record of every CN on the disk"
+  echo > $Z/export
+  umount $D
+  exit 0
+fi
+
+# A CN.
+echo 5000 > $Z/timeout_ms
+mkdir -p $H
+barrier 9699
+mount -t zoidfs -o hard,timeo=30,retrans=0 zoidfs $H
+downs0=$(stat peer_down)
+barrier 9700
+: > /tmp/acked
+i=0
+while [ $i -lt "$RECORDS" ]; do
+  # One record at its own offset, fsynced: acknowledged once dd returns.
+  record $i | dd of=$H/data-cn$ZOID_NODE_ID bs=32 seek=$i conv=notrunc,fsync 2>/tmp/crash-dd.err ||
+    { echo "record $i:"; cat /tmp/crash-dd.err; exit 1; }
+  echo $i >> /tmp/acked
+  i=$((i + 1))
+  sleep 0.05
+done
+[ "$(stat peer_down)" -gt "$downs0" ] || { echo "the writer never saw the ION go down"; exit 1; }
+barrier 9701
+i=0
+while [ $i -lt "$RECORDS" ]; do record $i; i=$((i + 1)); done > /tmp/crash-expect
+cmp /tmp/crash-expect $H/data-cn$ZOID_NODE_ID || { echo "the ION's copy differs"; exit 1; }
+echo "CN $ZOID_NODE_ID: $(wc -l < /tmp/acked) records acknowledged, all on the ION after its crash"
+echo "zoid client: $(awk '$1 == "resent" || $1 == "replies_stale" || $1 == "timeouts"' $Z/stats | tr '\n' ' ')"
+umount $H
+echo 30000 > $Z/timeout_ms
+barrier 9702
