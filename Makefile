@@ -11,6 +11,9 @@
 #   make modules [ZOID_ARCH=..] [FLAVOR=..] [KDIR=..] [CLIPPY=1]
 #                                    build the .ko files (into out/<arch>-<flavor>/)
 #   make host-test                   cargo test of the no_std protocol crate
+#   make soak                        minutes of mixed zoidfs load on a debug pset
+#                                    (SOAK_SECONDS=600, SOAK_PROCS=4 per CN): throughput
+#                                    per interval, no decay, no splat, no leak
 #   make sim                         discrete-event simulation of treenet, zoid and ssi at scale
 #                                    (zoid_proto's real code, up to 256 CNs) and of
 #                                    ssi containers on up to 4096 nodes: tables
@@ -33,13 +36,16 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test sim fmt clean bench bench-treenet bench-zoid bench-hooks
+.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-hooks
 
 run:
 	@scripts/run.sh
 
 check:
 	@scripts/check.py
+
+soak:
+	@scripts/soak.sh
 
 setup:
 	@scripts/setup.sh
