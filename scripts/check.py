@@ -102,6 +102,18 @@ def kernel_rustfmt():
     record(ok, f"rustfmt (kernel style) on {len(files)} kernel-side files")
 
 
+def run_pset(arch, flavor, cns, kdir, logdir, timeout, cmd, extra, logname):
+    """qemu/pset with `cmd` on every node: (exit ok, its summary.json or None)."""
+    ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
+                 "--cns", cns, "--kdir", kdir, "--timeout", timeout, "--log", logdir,
+                 "--ion-cmd", cmd, "--cn-cmd", cmd, *extra], logname)
+    summary_path = os.path.join(logdir, "summary.json")
+    if not os.path.exists(summary_path):
+        return ok, None
+    with open(summary_path) as f:
+        return ok, json.load(f)
+
+
 def arch_checks(arch, flavor="debug"):
     t0 = time.time()
     ok, out = run([os.path.join(REPO, "scripts/build-kernel.sh"), arch, flavor],
@@ -132,17 +144,11 @@ def arch_checks(arch, flavor="debug"):
     # x86_64: a 3-VM pset (ION + 2 CNs); ppc32: a 2-VM pset (ION + 1 CN).
     cns = "2" if arch == "x86_64" else "1"
     t0 = time.time()
-    ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
-                 "--cns", cns, "--kdir", kdir, "--timeout", "3000", "--log", logdir,
-                 *adds,
-                 "--ion-cmd", "/zoid/tests/run", "--cn-cmd", "/zoid/tests/run"],
-                f"{arch}-pset")
-    summary_path = os.path.join(logdir, "summary.json")
-    if not os.path.exists(summary_path):
+    ok, summary = run_pset(arch, flavor, cns, kdir, logdir, "3000", "/zoid/tests/run", adds,
+                           f"{arch}-pset")
+    if summary is None:
         record(False, f"{arch} pset boot (no summary)")
         return
-    with open(summary_path) as f:
-        summary = json.load(f)
     for name, node in summary["nodes"].items():
         suites = [s for s in node["kunit"] if not s["builtin"]]
         cases = [(s["suite"], c, st) for s in suites for c, st in s["cases"]]
@@ -184,16 +190,12 @@ def crash_test(arch, flavor, kdir, script, cns, title, extra):
     cmd = f"sh -e /zoid/tests/{script}.sh"
     title = f"{arch} " + title.format(cns=cns)
     t0 = time.time()
-    ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
-                 "--cns", cns, "--kdir", kdir, "--timeout", "1500", "--log", logdir,
-                 "--ion-cmd", cmd, "--cn-cmd", cmd, *extra],
-                f"{arch}-{script}")
-    summary_path = os.path.join(logdir, "summary.json")
-    if not os.path.exists(summary_path):
+    ok, summary = run_pset(arch, flavor, cns, kdir, logdir, "1500", cmd, extra,
+                           f"{arch}-{script}")
+    if summary is None:
         record(False, f"{title} (no summary)")
         return
-    with open(summary_path) as f:
-        nodes = json.load(f)["nodes"]
+    nodes = summary["nodes"]
     problems = [f"{name}: {p}" for name, n in nodes.items() for p in n["problems"]]
     if not any("crashed on request" in note for n in nodes.values() for note in n["notes"]):
         problems.append("no node asked for its power cut")

@@ -9,13 +9,8 @@ for m in $order; do
 done
 # treenet comes back through its module parameters this time.
 devs=$(ls /sys/class/net | grep -v '^lo$' | tr '\n' ',' | sed 's/,$//')
-for m in $order; do
-  if [ "$m" = treenet ]; then
-    insmod /lib/zoid/treenet.ko node_id="$ZOID_NODE_ID" role="$ZOID_ROLE" devices="$devs"
-  else
-    insmod /lib/zoid/$m.ko
-  fi
-done
+. /zoid/tests/treenet-lib.sh
+load_suite
 [ "$(cat /sys/kernel/treenet/node_id)" = "$ZOID_NODE_ID" ]
 [ "$(cat /sys/kernel/treenet/role)" = "$ZOID_ROLE" ]
 [ "$(grep -c mtu= /sys/kernel/treenet/links)" = "$(echo "$devs" | tr ',' '\n' | grep -c .)" ]

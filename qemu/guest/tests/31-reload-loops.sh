@@ -15,17 +15,8 @@ LOOPS=${RELOAD_LOOPS:-100}
 ION_LOOPS=${ION_LOOPS:-10}
 order=$(cat /lib/zoid/load-order)
 reverse=$(echo "$order" | sed '1!G;h;$!d')
-devs=$(ls /sys/class/net | grep -v '^lo$' | tr '\n' ',' | sed 's/,$//')
 KF=/sys/module/kunit/parameters/filter_glob
-load() {
-  for m in $order; do
-    if [ "$m" = treenet ]; then
-      insmod /lib/zoid/treenet.ko node_id="$ZOID_NODE_ID" role="$ZOID_ROLE" devices="$devs"
-    else
-      insmod /lib/zoid/$m.ko
-    fi
-  done
-}
+load() { load_suite; }
 unload() { for m in $reverse; do rmmod "$m"; done; }
 must_not_unload() {
   for m in "$@"; do

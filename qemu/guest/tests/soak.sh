@@ -58,7 +58,7 @@ if [ "$ZOID_ROLE" = cn ]; then
     bytes=$(cat /tmp/soak/w*.log 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
     dl=$((loops - prev_loops)); db=$((bytes - prev_bytes))
     echo "$t $dl $db" >> /tmp/soak/intervals
-    echo "soak cn$ZOID_NODE_ID t=${t}s ops/s=$(( dl * 8 / INTERVAL )) KiB/s=$(( db / 1024 / INTERVAL ))"
+    echo "soak cn$ZOID_NODE_ID t=${t}s loops=$dl ops/s=$(awk -v l=$dl -v i=$INTERVAL 'BEGIN { printf "%.1f", l * 8 / i }') KiB/s=$(( db / 1024 / INTERVAL ))"
     prev_loops=$loops; prev_bytes=$bytes
   done
   wait

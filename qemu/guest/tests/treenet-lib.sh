@@ -53,3 +53,16 @@ must_fail_mount() { # expected-dmesg-text options
   dmesg | tail -3 | grep -q "$1" || { echo "no '$1' for -o $2:"; dmesg | tail -3; return 1; }
   ! grep -q " $M " /proc/mounts
 }
+
+# load_suite: loads the suite's modules in order, treenet with this node's
+# identity and links as module parameters (30-reload, 31-reload-loops).
+load_suite() {
+  _devs=$(ls /sys/class/net | grep -v '^lo$' | tr '\n' ',' | sed 's/,$//')
+  for _m in $(cat /lib/zoid/load-order); do
+    if [ "$_m" = treenet ]; then
+      insmod /lib/zoid/treenet.ko node_id="$ZOID_NODE_ID" role="$ZOID_ROLE" devices="$_devs"
+    else
+      insmod /lib/zoid/$_m.ko
+    fi
+  done
+}
