@@ -180,12 +180,17 @@ def arch_checks(arch, flavor="debug"):
                 + ":/zoid/run/pre-modules"])
     crash_test(arch, flavor, kdir, "crash-cn", "2",
                "CN power cut holding relaxed write-back data, {cns} CNs", [])
+    # Module lifecycle loops, also alone (what follows them in one boot
+    # is not yet reliable: docs/reliability.md).
+    crash_test(arch, flavor, kdir, "reload-loops", cns,
+               "100 module reloads per CN and 10 on the ION with traffic, {cns} CN(s)", [],
+               must_crash=False)
 
 
-def crash_test(arch, flavor, kdir, script, cns, title, extra):
-    """A power cut: qemu/guest/tests/<script>.sh as every node's command, in
-    a pset of its own; the script makes one node ask for its crash.  The
-    run must pass and some node must have crashed and booted again."""
+def crash_test(arch, flavor, kdir, script, cns, title, extra, must_crash=True):
+    """qemu/guest/tests/<script>.sh as every node's command, in a pset of its
+    own.  The run must pass; a power-cut script (`must_crash`) makes one
+    node ask for its crash, and that node must have booted again."""
     logdir = os.path.join(OUT, f"{arch}-{script}")
     cmd = f"sh -e /zoid/tests/{script}.sh"
     title = f"{arch} " + title.format(cns=cns)
@@ -197,7 +202,8 @@ def crash_test(arch, flavor, kdir, script, cns, title, extra):
         return
     nodes = summary["nodes"]
     problems = [f"{name}: {p}" for name, n in nodes.items() for p in n["problems"]]
-    if not any("crashed on request" in note for n in nodes.values() for note in n["notes"]):
+    if must_crash and not any("crashed on request" in note
+                              for n in nodes.values() for note in n["notes"]):
         problems.append("no node asked for its power cut")
     record(ok and not problems, f"{title} ({time.time() - t0:.0f}s)"
            + (": " + "; ".join(problems) if problems else ""))

@@ -55,7 +55,7 @@ must_fail_mount() { # expected-dmesg-text options
 }
 
 # load_suite: loads the suite's modules in order, treenet with this node's
-# identity and links as module parameters (30-reload, 31-reload-loops).
+# identity and links as module parameters (30-reload, reload-loops.sh).
 load_suite() {
   _devs=$(ls /sys/class/net | grep -v '^lo$' | tr '\n' ',' | sed 's/,$//')
   for _m in $(cat /lib/zoid/load-order); do

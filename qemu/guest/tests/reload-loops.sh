@@ -1,4 +1,7 @@
-# Module lifecycle under traffic (issue 8), after 30-reload: every CN
+# Module lifecycle under traffic (issue 8), run by scripts/check.py in a
+# pset of its own (in the full suite, the ssi tests that followed it
+# failed: treenet peers flapped and barriers timed out; not yet
+# understood, see docs/reliability.md).  Every CN
 # loads and unloads the whole suite $RELOAD_LOOPS times (100 unless told),
 # and between a load and the next unload it attaches to the ION, mounts
 # zoidfs, writes and reads back a file and unmounts; while mounted, zoidfs,
