@@ -32,6 +32,11 @@ pub(crate) fn init_slot() {
 
 /// Publishes (or, with `None`, withdraws) the registry the C ABI acts on.
 pub(crate) fn publish(r: Option<Arc<Registry>>) {
+    if r.is_none() {
+        // Statics are never dropped: free the list's buffer before zoid
+        // unloads (kmemleak saw it left behind).
+        *EXTERNS.lock() = KVec::new();
+    }
     *REGISTRY.lock() = r;
 }
 
