@@ -43,17 +43,17 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
   }
   END {
     ns = split("4k 64k 256k 1m 4m", S, " ")
-    nt = split("tcp treenet treenet240", T, " ")
-    printf "%-16s %12s %12s %12s\n", "test", T[1], T[2], T[3]
+    nt = split("tcp treenet treenet240 treenet_auth treenet240_auth", T, " ")
+    printf "%-16s %12s %12s %12s %12s %16s\n", "test", T[1], T[2], T[3], T[4], T[5]
     for (i = 1; i <= ns; i++) {
       printf "%-16s", "tput " S[i] " Mbit/s"
       for (j = 1; j <= nt; j++) {
-        k = T[j] "_tput_" S[i] "_mbps"; need(k); printf " %12s", cell(k)
+        k = T[j] "_tput_" S[i] "_mbps"; need(k); printf " %*s", (j == 5 ? 16 : 12), cell(k)
       }
       printf "\n"
     }
     printf "%-16s", "rtt 32B us"
-    for (j = 1; j <= nt; j++) { k = T[j] "_rtt_32_us"; need(k); printf " %12s", cell(k) }
+    for (j = 1; j <= nt; j++) { k = T[j] "_rtt_32_us"; need(k); printf " %*s", (j == 5 ? 16 : 12), cell(k) }
     printf "\n"
     # ZOID flow control, both paths: rendezvous (default) vs eager (ack_threshold=0).
     printf "%-16s %12s %12s\n", "tput 1m eager", "-", cell("treenet_eager_tput_1m_mbps")
@@ -64,6 +64,12 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
       for (j = 2; j <= nt; j++)
         ratio(T[j] "_vs_tcp_tput_" S[i], T[j] "_tput_" S[i] "_mbps", "tcp_tput_" S[i] "_mbps")
     ratio("treenet_eager_vs_tcp_tput_1m", "treenet_eager_tput_1m_mbps", "tcp_tput_1m_mbps")
+    # What authenticated frames cost: with a key / without (1 = free).
+    for (i = 1; i <= ns; i++) {
+      ratio("treenet_auth_vs_plain_tput_" S[i], "treenet_auth_tput_" S[i] "_mbps", "treenet_tput_" S[i] "_mbps")
+      ratio("treenet240_auth_vs_plain_tput_" S[i], "treenet240_auth_tput_" S[i] "_mbps", "treenet240_tput_" S[i] "_mbps")
+    }
+    ratio("treenet_auth_vs_plain_rtt_32", "treenet_rtt_32_us", "treenet_auth_rtt_32_us")
     for (j = 2; j <= nt; j++)
       ratio(T[j] "_vs_tcp_rtt_32", "tcp_rtt_32_us", T[j] "_rtt_32_us")
     exit nm > 0

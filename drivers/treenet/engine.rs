@@ -16,14 +16,15 @@ use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
+use crate::zoid_proto::siphash::SipKey;
 use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
 use crate::zoid_proto::treenet::grant::{
     GrantError, GrantQueue, Request, Waiting, MAX_WAITING_PER_PEER,
 };
 use crate::zoid_proto::treenet::wire::{
-    self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, Role, BROADCAST, HEADER_LEN,
-    HELLO_MAX_BELOW, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
+    self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, Role, Seal, Session, BROADCAST,
+    HEADER_LEN, HELLO_MAX_BELOW, MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
 };
 use kernel::prelude::*;
 use kernel::sync::{
@@ -141,6 +142,8 @@ counters! {
         drop_bad_version: "Frames dropped: unknown wire version.",
         drop_bad_checksum: "Frames dropped: checksum mismatch.",
         drop_bad_kind: "Frames dropped: unknown frame type.",
+        drop_no_auth: "Frames dropped: unauthenticated while auth_key is set, or authenticated while it is not.",
+        drop_bad_auth: "Frames dropped: authentication tag mismatch (forged, altered, another key or session).",
         drop_unknown_node: "Frames dropped: sender is not a known neighbour.",
         drop_not_for_us: "Frames dropped: addressed to another node.",
         drop_out_of_window: "Frames dropped: sequence outside the window.",
@@ -309,6 +312,9 @@ struct Inner {
     engine_wake_at: u64,
     /// Queue space was freed while senders sleep: wake them.
     wake_senders: bool,
+    /// The pset's shared secret: when set, every frame sent carries a
+    /// SipHash-2-4 tag and every frame received must (see `wire.rs`).
+    auth: Option<SipKey>,
 }
 
 /// A treenet instance: what sysfs, the engine thread and upper layers share.
@@ -381,23 +387,73 @@ fn lane_rx(win: usize) -> Result<RxLane> {
     })
 }
 
-/// A frame (header + payload pieces) in a fresh buffer; `None` (counted)
-/// when out of memory.
-fn build_frame(s: &Stats, hdr: &FrameHeader, p1: &[u8], p2: &[u8]) -> Option<KVec<u8>> {
+/// How an outgoing frame is sealed: a checksum, or a tag under the pset's
+/// key for one session.
+#[derive(Clone, Copy)]
+enum Sealing<'a> {
+    Checksum,
+    Tag(&'a SipKey, Session),
+}
+
+impl<'a> Sealing<'a> {
+    /// Sealing for a frame of `session` under `auth`.
+    fn new(auth: &'a Option<SipKey>, session: Session) -> Self {
+        match auth {
+            Some(key) => Sealing::Tag(key, session),
+            None => Sealing::Checksum,
+        }
+    }
+
+    /// Bytes after the payload.
+    fn trailer_len(&self) -> usize {
+        match self {
+            Sealing::Checksum => 0,
+            Sealing::Tag(..) => MAC_TRAILER_LEN,
+        }
+    }
+
+    /// Writes the header for `payload` into `h` and the trailer (if any)
+    /// into `t`, which is `trailer_len()` bytes long.
+    fn seal(&self, hdr: &FrameHeader, payload: &[&[u8]], h: &mut [u8; HEADER_LEN], t: &mut [u8]) {
+        match self {
+            Sealing::Checksum => hdr.encode(payload, h),
+            Sealing::Tag(key, session) => {
+                let mut trailer = [0u8; MAC_TRAILER_LEN];
+                hdr.encode_sealed(payload, key, *session, h, &mut trailer);
+                if let Some(t) = t.get_mut(..MAC_TRAILER_LEN) {
+                    t.copy_from_slice(&trailer);
+                }
+            }
+        }
+    }
+}
+
+/// A frame (header + payload pieces + trailer) in a fresh buffer; `None`
+/// (counted) when out of memory.
+fn build_frame(
+    s: &Stats,
+    sealing: Sealing<'_>,
+    hdr: &FrameHeader,
+    p1: &[u8],
+    p2: &[u8],
+) -> Option<KVec<u8>> {
     let mut frame = KVec::new();
+    let tl = sealing.trailer_len();
     if frame
-        .reserve(HEADER_LEN + p1.len() + p2.len(), GFP_KERNEL)
+        .reserve(HEADER_LEN + p1.len() + p2.len() + tl, GFP_KERNEL)
         .is_err()
     {
         count(&s.drop_nomem);
         return None;
     }
     let mut h = [0u8; HEADER_LEN];
-    hdr.encode(&[p1, p2], &mut h);
+    let mut t = [0u8; MAC_TRAILER_LEN];
+    sealing.seal(hdr, &[p1, p2], &mut h, &mut t);
     // Within the reserved capacity: these do not allocate.
     let _ = frame.extend_from_slice(&h, GFP_KERNEL);
     let _ = frame.extend_from_slice(p1, GFP_KERNEL);
     let _ = frame.extend_from_slice(p2, GFP_KERNEL);
+    let _ = frame.extend_from_slice(&t[..tl], GFP_KERNEL);
     Some(frame)
 }
 
@@ -438,6 +494,7 @@ impl Treenet {
             blocked_senders: 0,
             rtx_at: u64::MAX,
             engine_wake_at: 0,
+            auth: None,
             rtx_now: false,
             wake_senders: false,
         };
@@ -485,6 +542,20 @@ impl Treenet {
         g.hello_now = true;
         drop(g);
         self.kick();
+    }
+
+    /// Sets (or with `None` clears) the pset's shared secret.  Frames are
+    /// sealed and checked with it from the next one on; sessions are kept,
+    /// so setting the same key on every node within `peer_timeout_ms` loses
+    /// nothing (frames refused meanwhile are retransmitted).
+    pub(crate) fn set_auth_key(&self, key: Option<SipKey>) {
+        self.inner.lock().auth = key;
+        self.kick();
+    }
+
+    /// Whether a shared secret is set.
+    pub(crate) fn auth_enabled(&self) -> bool {
+        self.inner.lock().auth.is_some()
     }
 
     /// Role and pset.
@@ -1058,8 +1129,11 @@ impl Inner {
             .get(link)
             .and_then(|l| l.as_ref())
             .map_or(LOOPBACK_MTU, |l| l.mtu());
+        // Room for an authentication trailer is kept whether or not a key
+        // is set, so a key set while messages are in flight never makes
+        // their frames too long for the link.
         let max = mtu
-            .saturating_sub(HEADER_LEN)
+            .saturating_sub(HEADER_LEN + MAC_TRAILER_LEN)
             .clamp(MIN_PACKET_PAYLOAD, u16::MAX as usize);
         match k.packet_size.load(Relaxed) as usize {
             0 => max,
@@ -1208,7 +1282,7 @@ impl Inner {
             let mut p = [0u8; 256];
             let len = h.encode(&mut p);
             let hdr = FrameHeader::hello(self.node_id);
-            self.emit(k, s, li, BROADCAST_MAC, &hdr, &p[..len], &[]);
+            self.emit(k, s, li, BROADCAST_MAC, Session::NONE, &hdr, &p[..len], &[]);
             count(&s.hellos_sent);
         }
     }
@@ -1222,11 +1296,13 @@ impl Inner {
         s: &Stats,
         li: usize,
         mac: Mac,
+        session: Session,
         hdr: &FrameHeader,
         p1: &[u8],
         p2: &[u8],
     ) {
-        if let Some(frame) = build_frame(s, hdr, p1, p2) {
+        let sealing = Sealing::new(&self.auth, session);
+        if let Some(frame) = build_frame(s, sealing, hdr, p1, p2) {
             self.put_on_wire(k, s, li, mac, frame);
         }
     }
@@ -1309,19 +1385,23 @@ impl Inner {
         let hdr = FrameHeader::data(self.node_id, n.node, lane, seq, spec.flags);
         let mh = m.header.encode();
         let first: &[u8] = if index == 0 { &mh } else { &[] };
+        let session = self.session_to(ni);
         let faults =
             k.drop_ppm.load(Relaxed) | k.dup_ppm.load(Relaxed) | k.reorder_ppm.load(Relaxed);
         if faults == 0 && self.held.is_none() {
             if let Some(Some(Link::Net(link))) = self.links.get(n.link) {
-                let total = HEADER_LEN + first.len() + spec.len;
+                let sealing = Sealing::new(&self.auth, session);
+                let payload_len = first.len() + spec.len;
+                let total = HEADER_LEN + payload_len + sealing.trailer_len();
                 let mut ok = true;
                 let sent = link.send(&n.mac, total, |b| {
-                    let (h, p) = b.split_at_mut(HEADER_LEN);
+                    let (h, rest) = b.split_at_mut(HEADER_LEN);
+                    let (p, t) = rest.split_at_mut(payload_len);
                     let (p1, p2) = p.split_at_mut(first.len());
                     p1.copy_from_slice(first);
                     ok = m.buf.read_at(spec.offset, p2).is_ok();
                     if let Ok(h) = <&mut [u8; HEADER_LEN]>::try_from(h) {
-                        hdr.encode(&[p], h);
+                        sealing.seal(&hdr, &[p], h, t);
                     }
                 });
                 count(&s.frames_sent);
@@ -1339,7 +1419,7 @@ impl Inner {
             return;
         }
         let (li, mac) = (n.link, n.mac);
-        self.emit(k, s, li, mac, &hdr, first, &data);
+        self.emit(k, s, li, mac, session, &hdr, first, &data);
     }
 
     fn retransmit(&mut self, k: &Knobs, s: &Stats) {
@@ -1407,8 +1487,10 @@ impl Inner {
                 let hdr = FrameHeader::ack(self.node_id, n.node, lane, r.win.next_seq());
                 let p = wire::encode_ack(r.win.sack());
                 let (li, mac) = (n.link, n.mac);
+                let session = self.session_to(ni);
+                let sealing = Sealing::new(&self.auth, session);
                 // Acks bypass fault injection (straight to the wire).
-                if let Some(frame) = build_frame(s, &hdr, &p, &[]) {
+                if let Some(frame) = build_frame(s, sealing, &hdr, &p, &[]) {
                     count(&s.acks_sent);
                     self.wire_send(s, li, &mac, frame);
                 }
@@ -1469,7 +1551,7 @@ impl Inner {
             .map_or(0, |l| l.mtu())
             .saturating_sub(HEADER_LEN)
             .max(wire::ZOID_PACKET_PAYLOAD);
-        let (h, payload) = match wire::parse(frame, max_payload) {
+        let (h, payload, seal) = match wire::parse_frame(frame, max_payload) {
             Ok(x) => x,
             Err(e) => {
                 count(match e {
@@ -1478,12 +1560,16 @@ impl Inner {
                     FrameError::BadVersion => &s.drop_bad_version,
                     FrameError::BadChecksum => &s.drop_bad_checksum,
                     FrameError::BadKind => &s.drop_bad_kind,
+                    FrameError::NoMac => &s.drop_no_auth,
+                    FrameError::BadMac => &s.drop_bad_auth,
                 });
                 return;
             }
         };
         if h.kind == Kind::Hello {
-            self.handle_hello(s, li, mac, h.src, payload, now);
+            if self.authentic(s, seal, Session::NONE, frame) {
+                self.handle_hello(s, li, mac, h.src, payload, now);
+            }
             return;
         }
         if h.dst != self.node_id {
@@ -1497,6 +1583,10 @@ impl Inner {
             count(&s.drop_unknown_node);
             return;
         };
+        let session = self.session_from(ni);
+        if !self.authentic(s, seal, session, frame) {
+            return;
+        }
         count(&s.frames_received);
         self.neighbors[ni].last_rx_ns = now;
         match h.kind {
@@ -1509,6 +1599,42 @@ impl Inner {
             }
             Kind::Data => self.handle_data(k, s, ni, h.lane, h.seq, h.flags, payload),
             Kind::Hello => {}
+        }
+    }
+
+    /// The session of frames to neighbour `ni`: our epoch on its link, then
+    /// its epoch.
+    fn session_to(&self, ni: usize) -> Session {
+        let n = &self.neighbors[ni];
+        Session {
+            src_epoch: self.link_epoch.get(n.link).copied().unwrap_or(self.epoch),
+            dst_epoch: n.epoch,
+        }
+    }
+
+    /// The session of frames from neighbour `ni`.
+    fn session_from(&self, ni: usize) -> Session {
+        let to = self.session_to(ni);
+        Session {
+            src_epoch: to.dst_epoch,
+            dst_epoch: to.src_epoch,
+        }
+    }
+
+    /// Whether a received frame is sealed as this node requires: with a
+    /// key, by a tag that verifies for `session`; without, by its checksum
+    /// (already verified).  A refused frame is counted.
+    fn authentic(&self, s: &Stats, seal: Seal, session: Session, frame: &[u8]) -> bool {
+        match wire::check_seal(self.auth.as_ref(), seal, session, frame) {
+            Ok(()) => true,
+            Err(e) => {
+                count(if e == FrameError::BadMac {
+                    &s.drop_bad_auth
+                } else {
+                    &s.drop_no_auth
+                });
+                false
+            }
         }
     }
 

@@ -32,6 +32,7 @@ use selftest::SelfTest;
 use zoid_kernel::kthread::KThread;
 use zoid_kernel::sysfs::{self, Attribute, SysfsDir, SysfsWriter};
 use zoid_kernel::time::U64;
+use zoid_proto::siphash::SipKey;
 use zoid_proto::treenet::wire::{Role, MIN_PACKET_PAYLOAD};
 use zoid_proto::version::SUITE_VERSION;
 
@@ -349,6 +350,21 @@ fn store_ack_delay(c: &Ctx, input: &[u8]) -> Result {
     Ok(())
 }
 
+/// `on` or `off`: the key itself is never shown.
+fn show_auth_key(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", if c.net.auth_enabled() { "on" } else { "off" })
+}
+
+/// 32 hexadecimal digits (the pset's 128-bit secret), or `off`.
+fn store_auth_key(c: &Ctx, input: &[u8]) -> Result {
+    let key = match input.trim_ascii() {
+        b"off" => None,
+        text => Some(SipKey::parse_hex(text).ok_or(EINVAL)?),
+    };
+    c.net.set_auth_key(key);
+    Ok(())
+}
+
 fn show_version(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{SUITE_VERSION}")
 }
@@ -357,7 +373,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 27] = [
+static ATTRS: [Attribute<Ctx>; 28] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -385,6 +401,7 @@ static ATTRS: [Attribute<Ctx>; 27] = [
     Attribute::ro(c"selftest_events", show_selftest_events),
     Attribute::ro(c"max_window", show_max_window),
     Attribute::ro(c"ethertype", show_ethertype),
+    Attribute::secret(c"auth_key", show_auth_key, store_auth_key),
 ];
 
 fn show_max_window(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -610,6 +627,44 @@ mod proto_tests {
     }
 
     #[test]
+    fn sealed_frames_verify_and_siphash_matches_the_reference() {
+        use super::zoid_proto::siphash::{siphash24, SipKey};
+        // The reference vectors (key 00..0f, input 00..len-1), as the host
+        // tests check them all: here on this arch's endianness.
+        let key_bytes: [u8; 16] = core::array::from_fn(|i| i as u8);
+        let key = SipKey::from_bytes(&key_bytes);
+        let input: [u8; 16] = core::array::from_fn(|i| i as u8);
+        assert_eq!(siphash24(&key, &[]), 0x726f_db47_dd0e_0e31);
+        assert_eq!(siphash24(&key, &[&input[..8]]), 0x93f5_f579_9a93_2462);
+        assert_eq!(siphash24(&key, &[&input[..15]]), 0xa129_ca61_49be_45e5);
+        let h = FrameHeader::data(3, 0, Lane::Bulk, 9, FLAG_FIRST);
+        let session = Session {
+            src_epoch: 5,
+            dst_epoch: 7,
+        };
+        let payload = [0x5au8; 40];
+        let mut f = [0u8; HEADER_LEN + 40 + MAC_TRAILER_LEN];
+        let (hd, rest) = f.split_at_mut(HEADER_LEN);
+        let (p, t) = rest.split_at_mut(40);
+        p.copy_from_slice(&payload);
+        if let (Ok(hd), Ok(t)) = (
+            <&mut [u8; HEADER_LEN]>::try_from(hd),
+            <&mut [u8; MAC_TRAILER_LEN]>::try_from(t),
+        ) {
+            h.encode_sealed(&[&payload], &key, session, hd, t);
+        }
+        let Ok((back, _, Seal::Tag(tag))) = parse_frame(&f, 240) else {
+            panic!("a sealed frame does not parse");
+        };
+        assert_eq!(back, h);
+        assert!(verify_tag(&key, session, &f, tag));
+        assert!(!verify_tag(&key, Session::NONE, &f, tag));
+        assert_eq!(parse(&f, 240), Err(FrameError::NoMac));
+        f[30] ^= 1;
+        assert!(!verify_tag(&key, session, &f, tag));
+    }
+
+    #[test]
     fn a_message_fragments_and_reassembles() {
         let len = 1000;
         let hdr = MsgHeader {
@@ -759,6 +814,21 @@ mod loopback_tests {
         assert_eq!(counter.bytes.load(Relaxed), total);
         assert_eq!(counter.bad.load(Relaxed), 0);
         assert!(net.stats.rendezvous_waits.load(Relaxed) > 0);
+        // The same through sealed frames (a key on the loopback wire).
+        net.set_auth_key(Some(super::zoid_proto::siphash::SipKey([1, 2])));
+        for &len in &sizes {
+            net.send(9, 7, MsgBuf::new(len, GFP_KERNEL)?, true)?;
+            total += len as u64;
+        }
+        waited = 0;
+        while counter.msgs.load(Relaxed) < 2 * sizes.len() as u64 && waited < 100 {
+            net.wait_progress(100);
+            waited += 1;
+        }
+        assert_eq!(counter.msgs.load(Relaxed), 2 * sizes.len() as u64);
+        assert_eq!(counter.bytes.load(Relaxed), total);
+        assert_eq!(net.stats.drop_bad_auth.load(Relaxed), 0);
+        net.set_auth_key(None);
         assert_eq!(
             net.send(9, 7, MsgBuf::new((4 << 20) + 1025, GFP_KERNEL)?, false),
             Err(EMSGSIZE)

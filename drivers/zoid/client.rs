@@ -9,7 +9,9 @@
 //! calls and collect their replies later ([`Client::start`],
 //! [`InFlight::wait`]): zoidfs keeps its reads and writes in flight that
 //! way.  Timeouts follow the mount-style `soft`/`hard` choice: soft calls
-//! fail with `ETIMEDOUT` after `timeout_ms`; hard calls keep waiting, and
+//! fail with `ETIMEDOUT` once their timeout (the caller's, else the
+//! `timeout_ms` knob) has passed since they started, waiting for an
+//! attach included; hard calls keep waiting, and
 //! are sent again when the ION comes back (a new attach), until a fatal
 //! signal.  A caller may pass an [`AbortFlag`] (zoidfs's `umount -f`):
 //! once it is set, its calls give up with `ESHUTDOWN`, hard or not.
@@ -195,8 +197,11 @@ pub(crate) struct InFlight {
     sent: bool,
     /// When the call was sent (ns).
     start: u64,
-    /// Timeout (ms) from `start` in soft mode, before a resend in hard.
+    /// Timeout (ms): a soft call's whole life, attaching included; in
+    /// hard mode, how long to wait after a send before sending again.
     timeout: u32,
+    /// When the call fails (soft) or is sent again (hard), in ns.
+    deadline: u64,
     hard: bool,
     /// The caller's abort flag.
     abort: Option<AbortFlag>,
@@ -234,7 +239,7 @@ impl InFlight {
     fn wait_reply(&mut self) -> Result<CallReply> {
         let client = self.client.clone();
         let stats = &client.stats;
-        let mut deadline = self.start + u64::from(self.timeout) * 1_000_000;
+        let mut deadline = self.deadline;
         loop {
             if aborted(self.abort) {
                 if let Some(reply) = self.take_reply() {
@@ -290,7 +295,8 @@ impl InFlight {
                 g.epoch != self.epoch || g.ion.is_none()
             };
             if lost && (self.hard || now_ns() < deadline) {
-                if let Ok((ion, _, epoch)) = client.ensure_attached(self.abort) {
+                let until = (!self.hard).then_some(deadline);
+                if let Ok((ion, _, epoch)) = client.ensure_attached(self.abort, until) {
                     if epoch != self.epoch || !self.sent {
                         self.ion = ion;
                         self.epoch = epoch;
@@ -449,22 +455,27 @@ impl Client {
 
     /// Attaches now if not attached.
     pub(crate) fn attach_now(&self) -> Result {
-        self.ensure_attached(None).map(|_| ())
+        self.ensure_attached(None, None).map(|_| ())
     }
 
     /// The ION and its limits, attaching first if needed (waits at most
     /// the `timeout_ms` knob).
     pub(crate) fn attached(&self) -> Result<(u16, AttachReply)> {
-        self.ensure_attached(None).map(|(ion, l, _)| (ion, l))
+        self.ensure_attached(None, None).map(|(ion, l, _)| (ion, l))
     }
 
-    /// Attaches if needed; returns (ion, limits, epoch).
     /// Attaches to the ION if needed: its node id, limits and the attach's
-    /// epoch; `ETIMEDOUT` after the `timeout_ms` knob, `EINTR` on a
+    /// epoch; `ETIMEDOUT` after the `timeout_ms` knob or at `until` (ns,
+    /// a soft call's own deadline) if that comes first, `EINTR` on a
     /// signal, `ESHUTDOWN` once `abort` is set.
-    fn ensure_attached(&self, abort: Option<AbortFlag>) -> Result<(u16, AttachReply, u32)> {
+    fn ensure_attached(
+        &self,
+        abort: Option<AbortFlag>,
+        until: Option<u64>,
+    ) -> Result<(u16, AttachReply, u32)> {
         let timeout = u64::from(self.knobs.timeout_ms.load(Relaxed));
-        let deadline = now_ns() + timeout * 1_000_000;
+        let knob_deadline = now_ns() + timeout * 1_000_000;
+        let deadline = until.map_or(knob_deadline, |u| u.min(knob_deadline));
         let mut g = self.state.lock();
         loop {
             if let (Some(ion), Some(l)) = (g.ion, g.limits) {
@@ -567,10 +578,20 @@ impl Client {
             self.stats.c.aborted.fetch_add(1, Relaxed);
             return Err(ESHUTDOWN);
         }
-        // Hard mode waits for an ION that does not answer the attach too.
+        // Hard mode waits for an ION that does not answer the attach too;
+        // a soft call's timeout counts from here, attaching included (a
+        // soft mount whose ION is down fails within its timeo * (retrans
+        // + 1), not the `timeout_ms` knob).
         let hard = hard.unwrap_or(self.knobs.hard.load(Relaxed) != 0);
+        let timeout = if timeout_ms == 0 {
+            self.knobs.timeout_ms.load(Relaxed)
+        } else {
+            timeout_ms
+        };
+        let began = now_ns();
+        let soft_deadline = began + u64::from(timeout) * 1_000_000;
         let (ion, limits, epoch) = loop {
-            match self.ensure_attached(abort) {
+            match self.ensure_attached(abort, (!hard).then_some(soft_deadline)) {
                 Ok(a) => break a,
                 Err(e) if hard && e == ETIMEDOUT => continue,
                 Err(e) => {
@@ -646,11 +667,6 @@ impl Client {
             }
         }
         let start = now_ns();
-        let timeout = if timeout_ms == 0 {
-            self.knobs.timeout_ms.load(Relaxed)
-        } else {
-            timeout_ms
-        };
         self.stats.c.calls_sent.fetch_add(1, Relaxed);
         self.stats.c.msgs_sent.fetch_add(1, Relaxed);
         self.stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
@@ -664,6 +680,11 @@ impl Client {
             sent,
             start,
             timeout,
+            deadline: if hard {
+                start + u64::from(timeout) * 1_000_000
+            } else {
+                soft_deadline
+            },
             hard,
             abort,
         })

@@ -77,8 +77,9 @@ int zoid_client_set_upcall(u16 plugin, zoid_upcall_fn fn);
  *
  * `abort` is NULL or a flag that stays valid until the call is waited
  * for: once it is nonzero the call gives up with -ESHUTDOWN within 250 ms
- * (even a hard one: zoidfs's `umount -f`), and is not sent at all if it
- * was set before.
+ * (even a hard one: zoidfs's `umount -f`; a send waiting for treenet
+ * queue space first waits for that space or for the ION to be declared
+ * down), and is not sent at all if it was set before.
  */
 int zoid_call(u16 plugin, u16 function, const void *args, size_t args_len,
 	      u32 timeout_ms, int mode, const atomic_t *abort, struct zoid_reply **reply);

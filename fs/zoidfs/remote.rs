@@ -134,11 +134,12 @@ const ESHUTDOWN_ERRNO: i32 = 108;
 
 /// A call's failure as a kernel error (counted).  A soft mount's timeout
 /// and a call given up by `umount -f` reach the caller as `EIO`, as
-/// NFS's do.
+/// NFS's do; the same errnos answered by the ION itself pass through.
 fn failed(op: Op, e: CallError) -> Error {
     let errno = e.errno();
-    STATS.failed(op, errno);
-    if errno == ETIMEDOUT || errno == ESHUTDOWN_ERRNO {
+    let local = matches!(e, CallError::Transport(_));
+    STATS.failed(op, errno, local);
+    if local && (errno == ETIMEDOUT || errno == ESHUTDOWN_ERRNO) {
         EIO
     } else if errno > 0 && errno < 4096 {
         Error::from_errno(-errno)
@@ -262,7 +263,7 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_connect(
             0
         }
         Err(e) => {
-            STATS.failed(Op::Connect, e.to_errno().abs());
+            STATS.failed(Op::Connect, e.to_errno().abs(), true);
             neg(e)
         }
     }

@@ -126,20 +126,21 @@ impl Counters {
         self.of(op).fetch_add(1, Relaxed);
     }
 
-    /// Counts a failure of `op` with positive `errno`.
-    pub(crate) fn failed(&self, op: Op, errno: i32) {
+    /// Counts a failure of `op` with positive `errno`; `local`: the CN's
+    /// transport failed it (a timeout, `umount -f`), not the ION's answer.
+    pub(crate) fn failed(&self, op: Op, errno: i32, local: bool) {
         self.errors.fetch_add(1, Relaxed);
-        match (op, errno) {
-            (Op::Connect, _) => {
+        match (op, errno, local) {
+            (Op::Connect, _, _) => {
                 self.connect_failed.fetch_add(1, Relaxed);
             }
-            (_, ESTALE) => {
+            (_, ESTALE, _) => {
                 self.estale.fetch_add(1, Relaxed);
             }
-            (_, ETIMEDOUT) => {
+            (_, ETIMEDOUT, true) => {
                 self.timeouts.fetch_add(1, Relaxed);
             }
-            (_, ESHUTDOWN) => {
+            (_, ESHUTDOWN, true) => {
                 self.forced.fetch_add(1, Relaxed);
             }
             _ => {}

@@ -1601,15 +1601,20 @@ static void zoidfs_recall_work(struct work_struct *work)
 
 		if (inode) {
 			zoidfs_relaxed_recall(inode, r->grant);
-			/* Its timeout and mode; the answer goes even after umount -f. */
+			/* Its timeout; the answer goes even after umount -f. */
 			conn.timeout_ms = ZSB(sbs[i])->conn.timeout_ms;
-			conn.mode = ZSB(sbs[i])->conn.mode;
 			iput(inode);
 		}
 		deactivate_super(sbs[i]);
 	}
 	kfree(sbs);
-	/* Answered even when nothing here holds it any more. */
+	/*
+	 * Answered even when nothing here holds it any more.  Always soft,
+	 * even for a hard mount: an ION that is gone times the recall out by
+	 * itself, while a hard answer would retry for ever and hang rmmod in
+	 * destroy_workqueue().
+	 */
+	conn.mode = ZOID_CALL_SOFT;
 	zoidfs_rs_recalled(&conn, &r->fh, r->grant);
 	kfree(r);
 }

@@ -87,6 +87,8 @@ pub(crate) struct Attribute<T: 'static> {
     name: &'static CStr,
     show: ShowFn<T>,
     store: Option<StoreFn<T>>,
+    /// Readable by root only (mode 0600 or 0400).
+    secret: bool,
 }
 
 impl<T> Attribute<T> {
@@ -96,6 +98,7 @@ impl<T> Attribute<T> {
             name,
             show,
             store: None,
+            secret: false,
         }
     }
 
@@ -105,6 +108,18 @@ impl<T> Attribute<T> {
             name,
             show,
             store: Some(store),
+            secret: false,
+        }
+    }
+
+    /// A knob only root may read or write (mode 0600): for secrets, and
+    /// for anything whose value should not be visible to other users.
+    pub(crate) const fn secret(name: &'static CStr, show: ShowFn<T>, store: StoreFn<T>) -> Self {
+        Self {
+            name,
+            show,
+            store: Some(store),
+            secret: true,
         }
     }
 }
@@ -151,7 +166,12 @@ impl<T: Send + Sync + 'static> SysfsDir<T> {
             // value (null name, no callbacks, no lockdep key).
             let mut kattr: bindings::kobj_attribute = unsafe { core::mem::zeroed() };
             kattr.attr.name = a.name.as_char_ptr();
-            kattr.attr.mode = if a.store.is_some() { 0o644 } else { 0o444 };
+            kattr.attr.mode = match (a.store.is_some(), a.secret) {
+                (true, true) => 0o600,
+                (false, true) => 0o400,
+                (true, false) => 0o644,
+                (false, false) => 0o444,
+            };
             // sysfs needs a static lockdep key for attributes that are not
             // themselves static (`sysfs_attr_init()` in C).
             #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]

@@ -5,7 +5,8 @@
  *   tnflood IFACE FRAMES [SEED [CAPTURE_MS]]
  *
  * Listens on IFACE for CAPTURE_MS (default 3000) and keeps up to 64 valid
- * treenet frames (version 1, good crc32c) as templates, then sends FRAMES
+ * treenet frames (version 1, good crc32c; or authenticated, whole) as
+ * templates, then sends FRAMES
  * frames with treenet's ethertype (0x88b5) on IFACE, each one of:
  *
  *   junk       random bytes of a random length (14..1514 on the wire);
@@ -42,6 +43,8 @@
 #define ETHERTYPE_TREENET 0x88b5
 #define ETH_HDR 14
 #define TN_HDR 16
+#define TN_FLAG_MAC 0x08	/* kind byte: an authenticated frame */
+#define TN_MAC_TRAILER 4	/* its tag's high half, after the payload */
 #define MAX_FRAME 1514
 #define MAX_TEMPLATES 64
 
@@ -131,6 +134,9 @@ static int valid(const uint8_t *f, size_t len)
 	plen = be16(f + 6);
 	if (f[0] != 1 || ETH_HDR + TN_HDR + plen > len)
 		return 0;
+	/* An authenticated frame (auth_key): its tag cannot be checked here. */
+	if (f[1] & TN_FLAG_MAC)
+		return ETH_HDR + TN_HDR + plen + TN_MAC_TRAILER <= len;
 	return frame_crc(f, plen) == ((uint32_t)be16(f + 12) << 16 | be16(f + 14));
 }
 

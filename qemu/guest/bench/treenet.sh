@@ -10,7 +10,8 @@
 #   BENCH <transport>_tput_<size>_mbps <Mbit/s>   (4k 64k 256k 1m 4m)
 #   BENCH <transport>_rtt_32_us <microseconds>
 # where <transport> is tcp, treenet (packet_size 0: the largest frames the
-# MTU allows) or treenet240 (packet_size 240, ZOID's framing).  A failed
+# MTU allows) or treenet240 (packet_size 240, ZOID's framing), and
+# treenet_auth, treenet240_auth: the same with authenticated frames.  A failed
 # measurement prints BENCH-FAIL <name> <why> (and the script exits 1); when
 # treenet has no /sys/kernel/treenet/selftest, BENCH-SKIP treenet... lines.
 #
@@ -22,7 +23,17 @@ PORT=5201
 SIZES="4k:4096:4096 64k:65536:512 256k:262144:128 1m:1048576:32 4m:4194304:8"
 PING_SIZE=32
 PING_COUNT=2000
+# packet_size:authentication -- the last two with a key on both nodes
+# (auth_key: SipHash-2-4 tags in place of the CRC, docs/treenet.md).
+VARIANTS="0:plain 240:plain 0:auth 240:auth"
+BENCH_KEY=000102030405060708090a0b0c0d0e0f
 . "$(dirname "$0")/lib.sh"
+
+# auth_key plain|auth: clears or sets this node's treenet key.
+auth_key() {
+  [ -e "$TN/auth_key" ] || { [ "$1" = plain ]; return; }
+  if [ "$1" = plain ]; then echo off > "$TN/auth_key"; else echo "$BENCH_KEY" > "$TN/auth_key"; fi
+}
 [ -x "$BIN" ] || die "no tcpbench at $BIN"
 bench_addresses
 
@@ -38,12 +49,15 @@ if [ "$ZOID_ROLE" = ion ]; then
   server=$!
   barrier 1                      # addresses set, server started
   barrier 2                      # the CN finished TCP
-  for ps in 0 240; do
+  k=0
+  for variant in $VARIANTS; do
+    k=$((k + 1))
     if [ -n "$HAVE_TN" ]; then
-      echo "$ps" > "$TN/packet_size" || say "cannot set packet_size $ps"
+      echo "${variant%:*}" > "$TN/packet_size" || say "cannot set packet_size ${variant%:*}"
+      auth_key "${variant#*:}"
     fi
-    barrier "3$ps"               # both nodes use this packet size
-    barrier "4$ps"               # the CN finished its treenet tests
+    barrier "3$k"                # both nodes use this packet size and key
+    barrier "4$k"                # the CN finished its treenet tests
   done
   wait "$server" || die "tcpbench server failed"
   exit 0
@@ -61,15 +75,20 @@ measure "tcp_rtt_${PING_SIZE}_us" rtt "$BIN" ping "$ION_IP" "$PORT" "$PING_SIZE"
 "$BIN" quit "$ION_IP" "$PORT" || fail tcp_quit "cannot stop the server"
 barrier 2
 
-# treenet, both framings.
-for ps in 0 240; do
+# treenet, both framings, without and with authenticated frames.
+k=0
+for variant in $VARIANTS; do
+  k=$((k + 1))
+  ps=${variant%:*}
   t=treenet; [ "$ps" = 0 ] || t=treenet$ps
+  [ "${variant#*:}" = plain ] || t=${t}_auth
   if [ -z "$HAVE_TN" ]; then
     echo "BENCH-SKIP $t no $TN/selftest"
     continue
   fi
   echo "$ps" > "$TN/packet_size" || fail "${t}_packet_size" "cannot set packet_size $ps"
-  barrier "3$ps"
+  auth_key "${variant#*:}" || fail "${t}_auth_key" "cannot set auth_key"
+  barrier "3$k"
   selftest "ping 0 $PING_SIZE 20" > /dev/null || fail "${t}_warmup"
   for s in $SIZES; do
     split "$s"
@@ -77,7 +96,7 @@ for ps in 0 240; do
     # TCP server does (every frame is still checksummed by treenet).
     measure "${t}_tput_${name}_mbps" tput selftest "sink 0 $size $count"
   done
-  if [ "$ps" = 0 ]; then
+  if [ "$variant" = 0:plain ]; then
     # The eager path: no rendezvous round trip (ack_threshold=0, sender side).
     echo 0 > "$TN/ack_threshold"
     split "1m:1048576:32"
@@ -85,6 +104,6 @@ for ps in 0 240; do
     echo 16 > "$TN/ack_threshold"
   fi
   measure "${t}_rtt_${PING_SIZE}_us" rtt selftest "ping 0 $PING_SIZE $PING_COUNT"
-  barrier "4$ps"
+  barrier "4$k"
 done
 exit "$failed"

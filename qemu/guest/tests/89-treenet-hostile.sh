@@ -16,15 +16,7 @@ drop_no_route drop_no_channel drop_bad_hello drop_hello_flood drop_bad_control d
 snapshot() { for c in $drops; do echo "$c $(stat $c)"; done; }
 [ "$ZOID_ROLE" = ion ] && snapshot > /tmp/hostile-before
 barrier 772
-if [ "$ZOID_ROLE" = ion ]; then
-  # Data frames to capture while CN 1 listens (3 s).
-  t=0
-  # (The flood may start before the last ones are answered.)
-  while [ $t -lt 6 ]; do st send 1 4096 2 > /dev/null 2>&1 || true; sleep 0.5; t=$((t + 1)); done
-elif [ "$ZOID_NODE" = cn1 ]; then
-  link=$(awk 'NR == 1 { print $1 }' $T/links)
-  /zoid/bin/tnflood "$link" "$frames" 7 3000
-fi
+flood_from_cn1 "$frames" 7 3000
 barrier 773
 # Forged hellos may have restarted sessions or announced nodes that do not
 # exist: give them peer_timeout_ms to settle, then everything must work.

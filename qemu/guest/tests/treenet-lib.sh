@@ -34,6 +34,22 @@ expect_fail() {
 # barrier <tag>: every node of the pset meets here.
 barrier() { st barrier "$1" "$ZOID_CNS" > /dev/null; }
 
+# flood_from_cn1 <frames> <seed> <capture_ms>: CN 1 keeps the treenet
+# frames it sees for capture_ms while the ION sends it data, then floods
+# the ION with <frames> hostile ones made from them (tools/treenet/
+# tnflood.c); the other CNs do nothing.
+flood_from_cn1() {
+  if [ "$ZOID_ROLE" = ion ]; then
+    # (The flood may start before the last ones are answered.)
+    _t=0
+    while [ $_t -lt $(( $3 / 500 )) ]; do
+      st send 1 4096 2 > /dev/null 2>&1 || true; sleep 0.5; _t=$((_t + 1))
+    done
+  elif [ "$ZOID_NODE" = cn1 ]; then
+    /zoid/bin/tnflood "$(awk 'NR == 1 { print $1 }' $T/links)" "$1" "$2" "$3"
+  fi
+}
+
 # The message sizes moved both ways: 1 byte .. 4 MiB.
 SIZES="1 100 224 225 240 1000 1484 4096 65536 1048576 4194304"
 # Under KASAN (x86_64 debug kernel, emulated) a 4 MiB message in 240-byte

@@ -16,6 +16,7 @@
 #![no_std]
 
 pub mod crc32c;
+pub mod siphash;
 pub mod ssi;
 pub mod treenet;
 pub mod version;

@@ -21,8 +21,20 @@
 //!
 //! The first data frame of every message starts with a 16-byte
 //! [`MsgHeader`] (origin, final destination, channel, length, id).
+//!
+//! ## Authenticated frames
+//!
+//! On an untrusted network every node of a pset is given the same 128-bit
+//! secret (`/sys/kernel/treenet/mac_key`) and frames carry a SipHash-2-4 tag
+//! instead of the CRC: the kind byte's `FLAG_MAC` bit is set, the checksum
+//! field holds the tag's low 32 bits and [`MAC_TRAILER_LEN`] bytes after the
+//! payload its high 32 bits (a 64-bit tag for 4 extra bytes per frame).  The
+//! tag covers the session's two epochs ([`Session`]), the first 12 header
+//! bytes and the payload, so a frame can be neither forged nor altered, and a
+//! frame recorded in an earlier session does not verify in a later one.
 
 use super::super::crc32c::Crc32c;
+use super::super::siphash::{tags_equal, SipHasher24, SipKey};
 
 /// Ethertype of treenet frames (IEEE 802 local experimental 1).
 pub const ETHERTYPE: u16 = 0x88b5;
@@ -76,6 +88,82 @@ pub const FLAG_FIRST: u8 = 0x1;
 pub const FLAG_LAST: u8 = 0x2;
 const FLAG_BULK: u8 = 0x4;
 const FLAGS_MASK: u8 = 0x7;
+/// Kind byte flag (any frame type): the frame is authenticated by a tag.
+const FLAG_MAC: u8 = 0x8;
+/// Bytes after the payload of an authenticated frame (the tag's high half).
+pub const MAC_TRAILER_LEN: usize = 4;
+
+/// What a frame's tag binds it to besides its bytes: the epochs of the two
+/// ends of the session it belongs to (see `Hello`).  Hellos, which open
+/// sessions, use [`Session::NONE`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Session {
+    /// The sender's epoch on the link.
+    pub src_epoch: u32,
+    /// The receiver's epoch on the link.
+    pub dst_epoch: u32,
+}
+
+impl Session {
+    /// No session (hellos).
+    pub const NONE: Session = Session {
+        src_epoch: 0,
+        dst_epoch: 0,
+    };
+}
+
+/// How a received frame proved its integrity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seal {
+    /// Its CRC-32C matched (already checked by [`parse_frame`]).
+    Checksum,
+    /// It carries a tag, still to be checked with [`verify_tag`] once the
+    /// receiver knows the frame's [`Session`].
+    Tag(u64),
+}
+
+/// The 64-bit tag of a frame whose first 12 header bytes are `head`.
+pub fn frame_tag(key: &SipKey, session: Session, head: &[u8], payload: &[&[u8]]) -> u64 {
+    let mut h = SipHasher24::new(key);
+    let mut epochs = [0u8; 8];
+    epochs[..4].copy_from_slice(&session.src_epoch.to_be_bytes());
+    epochs[4..].copy_from_slice(&session.dst_epoch.to_be_bytes());
+    h.update(&epochs);
+    h.update(head.get(..12).unwrap_or(head));
+    for p in payload {
+        h.update(p);
+    }
+    h.finish()
+}
+
+/// Checks the tag `parse_frame` found in `frame` (the whole frame as
+/// received) against `key` and `session`.
+pub fn verify_tag(key: &SipKey, session: Session, frame: &[u8], tag: u64) -> bool {
+    let len = usize::from(u16::from_be_bytes([frame[6], frame[7]]));
+    let Some(payload) = frame.get(HEADER_LEN..HEADER_LEN + len) else {
+        return false;
+    };
+    let want = frame_tag(key, session, &frame[..12], &[payload]);
+    tags_equal(&want.to_le_bytes(), &tag.to_le_bytes())
+}
+
+/// Whether a parsed frame's `seal` is what this node accepts: a CRC when
+/// it has no key (`key` is `None`), a tag that matches `session` when it
+/// has one; else [`FrameError::NoMac`] (the wrong kind of seal) or
+/// [`FrameError::BadMac`] (a tag that does not match).
+pub fn check_seal(
+    key: Option<&SipKey>,
+    seal: Seal,
+    session: Session,
+    frame: &[u8],
+) -> Result<(), FrameError> {
+    match (key, seal) {
+        (None, Seal::Checksum) => Ok(()),
+        (Some(key), Seal::Tag(tag)) if verify_tag(key, session, frame, tag) => Ok(()),
+        (Some(_), Seal::Tag(_)) => Err(FrameError::BadMac),
+        _ => Err(FrameError::NoMac),
+    }
+}
 
 const KIND_HELLO: u8 = 1;
 const KIND_ACK: u8 = 2;
@@ -94,6 +182,11 @@ pub enum FrameError {
     BadChecksum,
     /// Unknown frame type or flags.
     BadKind,
+    /// Carries a tag but this node has no key, or carries none but this
+    /// node requires one.
+    NoMac,
+    /// Its tag does not match: forged, altered, or from another session.
+    BadMac,
 }
 
 /// A decoded frame header.
@@ -184,13 +277,49 @@ impl FrameHeader {
         }
         out[12..16].copy_from_slice(&crc.finish().to_be_bytes());
     }
+
+    /// Writes the header of an authenticated frame into `out` and the tag's
+    /// high half into `trailer` (to follow the payload on the wire).
+    pub fn encode_sealed(
+        &self,
+        payload: &[&[u8]],
+        key: &SipKey,
+        session: Session,
+        out: &mut [u8; HEADER_LEN],
+        trailer: &mut [u8; MAC_TRAILER_LEN],
+    ) {
+        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let len = u16::try_from(len).unwrap_or(u16::MAX);
+        out[0] = WIRE_VERSION;
+        out[1] = self.kind_byte() | FLAG_MAC;
+        out[2..4].copy_from_slice(&self.src.to_be_bytes());
+        out[4..6].copy_from_slice(&self.dst.to_be_bytes());
+        out[6..8].copy_from_slice(&len.to_be_bytes());
+        out[8..12].copy_from_slice(&self.seq.to_be_bytes());
+        let tag = frame_tag(key, session, &out[..12], payload);
+        out[12..16].copy_from_slice(&(tag as u32).to_be_bytes());
+        trailer.copy_from_slice(&((tag >> 32) as u32).to_be_bytes());
+    }
 }
 
-/// Parses and verifies one received frame.
+/// Parses and verifies one received frame that must carry no tag (a node
+/// without a key).
 ///
 /// Returns the header and the payload (trailing link-layer padding is cut
 /// off).  `max_payload` is the largest payload this node accepts.
 pub fn parse(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, &[u8]), FrameError> {
+    match parse_frame(frame, max_payload)? {
+        (h, p, Seal::Checksum) => Ok((h, p)),
+        (_, _, Seal::Tag(_)) => Err(FrameError::NoMac),
+    }
+}
+
+/// Parses one received frame: its checksum is verified here, its tag (if it
+/// carries one) is returned for [`verify_tag`].
+pub fn parse_frame(
+    frame: &[u8],
+    max_payload: usize,
+) -> Result<(FrameHeader, &[u8], Seal), FrameError> {
     if frame.len() < HEADER_LEN {
         return Err(FrameError::Truncated);
     }
@@ -204,13 +333,23 @@ pub fn parse(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, &[u8]), F
     let payload = frame
         .get(HEADER_LEN..HEADER_LEN + len)
         .ok_or(FrameError::Truncated)?;
-    let mut crc = Crc32c::new();
-    crc.update(&frame[..12]);
-    crc.update(payload);
-    if crc.finish() != u32::from_be_bytes([frame[12], frame[13], frame[14], frame[15]]) {
-        return Err(FrameError::BadChecksum);
-    }
-    let kind_byte = frame[1];
+    let field = u32::from_be_bytes([frame[12], frame[13], frame[14], frame[15]]);
+    let seal = if frame[1] & FLAG_MAC != 0 {
+        let t = frame
+            .get(HEADER_LEN + len..HEADER_LEN + len + MAC_TRAILER_LEN)
+            .ok_or(FrameError::Truncated)?;
+        let high = u32::from_be_bytes([t[0], t[1], t[2], t[3]]);
+        Seal::Tag((u64::from(high) << 32) | u64::from(field))
+    } else {
+        let mut crc = Crc32c::new();
+        crc.update(&frame[..12]);
+        crc.update(payload);
+        if crc.finish() != field {
+            return Err(FrameError::BadChecksum);
+        }
+        Seal::Checksum
+    };
+    let kind_byte = frame[1] & !FLAG_MAC;
     let flags = kind_byte & FLAGS_MASK;
     let lane = if flags & FLAG_BULK != 0 {
         Lane::Bulk
@@ -223,9 +362,6 @@ pub fn parse(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, &[u8]), F
         (KIND_DATA, _) => Kind::Data,
         _ => return Err(FrameError::BadKind),
     };
-    if kind_byte & 0x08 != 0 {
-        return Err(FrameError::BadKind);
-    }
     let header = FrameHeader {
         kind,
         lane,
@@ -234,7 +370,7 @@ pub fn parse(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, &[u8]), F
         dst: u16::from_be_bytes([frame[4], frame[5]]),
         seq: u32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]),
     };
-    Ok((header, payload))
+    Ok((header, payload, seal))
 }
 
 /// The header at the start of every message (in its first frame).
