@@ -29,15 +29,19 @@ OUT = os.path.join(REPO, "out", "check")
 passed = 0
 failed = 0
 failures = []
+# Lines of a failed pset node's command output repeated in the final report
+# (CI keeps only the end of `make check`'s output, no guest logs).
+REPORT_TAIL_LINES = 4
 
 
-def record(ok, what, count=1):
+def record(ok, what, count=1, details=()):
+    """Counts a result; a failure's `details` (lines) are repeated at the end."""
     global passed, failed
     if ok:
         passed += count
     else:
         failed += count
-        failures.append(what)
+        failures.append((what, list(details)))
     print(f"check: {'ok    ' if ok else 'FAILED'} {what}" + (f" ({count})" if count != 1 else ""),
           flush=True)
 
@@ -114,6 +118,16 @@ def run_pset(arch, flavor, cns, kdir, logdir, timeout, cmd, extra, logname):
         return ok, json.load(f)
 
 
+def failed_commands(summary):
+    """The last lines of every pset node whose command failed: why it did."""
+    out = []
+    for name, node in summary["nodes"].items():
+        if any(p.startswith(("command exited", "did not finish", "timed out"))
+               for p in node["problems"]):
+            out += [f"{name}| {ln}" for ln in node.get("cmd_tail", [])[-REPORT_TAIL_LINES:]]
+    return out
+
+
 def arch_checks(arch, flavor="debug"):
     t0 = time.time()
     ok, out = run([os.path.join(REPO, "scripts/build-kernel.sh"), arch, flavor],
@@ -169,7 +183,8 @@ def arch_checks(arch, flavor="debug"):
             record(False, f"{arch} {name} in-guest: {', '.join(g_fail)}", len(g_fail))
         problems = node["problems"]
         record(not problems, f"{arch} {name} healthy ({summary['seconds']}s run)"
-               + (": " + "; ".join(problems) if problems else ""))
+               + (": " + "; ".join(problems) if problems else ""),
+               details=failed_commands({"nodes": {name: node}}))
     if not ok and all(not n["problems"] for n in summary["nodes"].values()):
         record(False, f"{arch} pset exit status")
     # Power cuts (qemu/pset's `@@ZOID crash`), each in a pset of its own.
@@ -206,7 +221,8 @@ def crash_test(arch, flavor, kdir, script, cns, title, extra, must_crash=True):
                               for n in nodes.values() for note in n["notes"]):
         problems.append("no node asked for its power cut")
     record(ok and not problems, f"{title} ({time.time() - t0:.0f}s)"
-           + (": " + "; ".join(problems) if problems else ""))
+           + (": " + "; ".join(problems) if problems else ""),
+           details=failed_commands(summary))
 
 
 def main():
@@ -220,8 +236,10 @@ def main():
         for arch in os.environ.get("ZOID_CHECK_ARCHES", "x86_64 ppc32").split():
             arch_checks(arch)
     print(f"check: {time.time() - start:.0f}s; logs in {OUT}")
-    for f in failures:
-        print(f"check: failed: {f}")
+    for what, details in failures:
+        print(f"check: failed: {what}")
+        for line in details:
+            print(f"check:     {line}")
     print(f"{passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
 

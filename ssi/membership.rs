@@ -39,7 +39,7 @@ use crate::container::{Containers, Outbox, Pending, Table, CHANNEL};
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::sysfs::{ChangeNotifier, SysfsWriter};
-use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, U64};
+use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns, ns_to_ms, U64};
 use crate::zoid_proto::ssi::coherence::{Access, Action, Msg, MsgKind};
 use crate::zoid_proto::ssi::control::{
     self, ControlHeader, Kind, HEADER_LEN, REPORT_ENTRY_LEN, RESUME_ENTRY_LEN,
@@ -842,7 +842,7 @@ impl Membership {
         let m = &c.membership;
         m.coord.lock().owned = None;
         treenet::send(CHANNEL, node, &header(Kind::Leave, 0, 0)?, true)?;
-        let deadline = now_ns() + 2 * REPORT_TIMEOUT_MS * 1_000_000;
+        let deadline = deadline_after_ms(2 * REPORT_TIMEOUT_MS);
         let list = loop {
             if let Some((n, b)) = m.coord.lock().owned.take() {
                 if n == node {
@@ -965,7 +965,7 @@ impl Membership {
             local.extend_from_slice(&survivors, GFP_KERNEL)?;
             c.freeze(epoch, local);
             // Wait for every report.
-            let deadline = now_ns() + REPORT_TIMEOUT_MS * 1_000_000;
+            let deadline = deadline_after_ms(REPORT_TIMEOUT_MS);
             let missing = loop {
                 let missing: KVec<u16> = {
                     let co = m.coord.lock();

@@ -465,6 +465,19 @@ fn count(c: &Atomic<u64>) {
     c.fetch_add(1, Relaxed);
 }
 
+/// The drop counter of a frame refused for `e`.
+fn drop_counter(s: &Stats, e: FrameError) -> &Atomic<u64> {
+    match e {
+        FrameError::Truncated => &s.drop_truncated,
+        FrameError::Oversized => &s.drop_oversized,
+        FrameError::BadVersion => &s.drop_bad_version,
+        FrameError::BadChecksum => &s.drop_bad_checksum,
+        FrameError::BadKind => &s.drop_bad_kind,
+        FrameError::NoMac => &s.drop_no_auth,
+        FrameError::BadMac => &s.drop_bad_auth,
+    }
+}
+
 impl Treenet {
     /// A treenet instance with no links (bind some with [`Treenet::bind`]).
     pub(crate) fn new(node_id: u16, role: Role) -> Result<Arc<Self>> {
@@ -1554,15 +1567,7 @@ impl Inner {
         let (h, payload, seal) = match wire::parse_frame(frame, max_payload) {
             Ok(x) => x,
             Err(e) => {
-                count(match e {
-                    FrameError::Truncated => &s.drop_truncated,
-                    FrameError::Oversized => &s.drop_oversized,
-                    FrameError::BadVersion => &s.drop_bad_version,
-                    FrameError::BadChecksum => &s.drop_bad_checksum,
-                    FrameError::BadKind => &s.drop_bad_kind,
-                    FrameError::NoMac => &s.drop_no_auth,
-                    FrameError::BadMac => &s.drop_bad_auth,
-                });
+                count(drop_counter(s, e));
                 return;
             }
         };
@@ -1628,11 +1633,7 @@ impl Inner {
         match wire::check_seal(self.auth.as_ref(), seal, session, frame) {
             Ok(()) => true,
             Err(e) => {
-                count(if e == FrameError::BadMac {
-                    &s.drop_bad_auth
-                } else {
-                    &s.drop_no_auth
-                });
+                count(drop_counter(s, e));
                 false
             }
         }

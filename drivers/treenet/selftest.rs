@@ -25,7 +25,7 @@
 
 use crate::engine::{ChannelHandler, Treenet};
 use crate::zoid_kernel::msgbuf::MsgBuf;
-use crate::zoid_kernel::time::{now_ns, U64};
+use crate::zoid_kernel::time::{deadline_after_ms, now_ns, U64};
 use crate::zoid_proto::crc32c::Crc32c;
 use crate::zoid_proto::siphash::{siphash24, SipKey};
 use crate::zoid_proto::treenet::wire::BROADCAST;
@@ -188,7 +188,7 @@ impl SelfTest {
 
     /// Waits until `done(state)` or `ms` passed; `Err(ETIMEDOUT)` then.
     fn wait_until(&self, ms: u64, mut done: impl FnMut(&State) -> bool) -> Result {
-        let deadline = now_ns() + ms * 1_000_000;
+        let deadline = deadline_after_ms(ms);
         loop {
             if done(&self.state.lock()) {
                 return Ok(());

@@ -19,7 +19,7 @@
 use crate::stats::Stats;
 use crate::treenet;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
-use crate::zoid_kernel::time::{ms_to_jiffies, now_ns};
+use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns};
 use crate::zoid_proto::version::SUITE_VERSION;
 use crate::zoid_proto::zoid::wire::{
     AttachReply, AttachRequest, CallHeader, MsgKind, ATTACH_REPLY_LEN, ATTACH_REQUEST_LEN,
@@ -286,7 +286,7 @@ impl InFlight {
                     g.limits = None;
                 }
                 drop(g);
-                deadline = now_ns() + u64::from(self.timeout) * 1_000_000;
+                deadline = deadline_after_ms(self.timeout.into());
             }
             // Hard mode (or a send that failed): once the ION is back (a
             // new attach), send the call again.
@@ -474,7 +474,7 @@ impl Client {
         until: Option<u64>,
     ) -> Result<(u16, AttachReply, u32)> {
         let timeout = u64::from(self.knobs.timeout_ms.load(Relaxed));
-        let knob_deadline = now_ns() + timeout * 1_000_000;
+        let knob_deadline = deadline_after_ms(timeout);
         let deadline = until.map_or(knob_deadline, |u| u.min(knob_deadline));
         let mut g = self.state.lock();
         loop {
@@ -588,8 +588,7 @@ impl Client {
         } else {
             timeout_ms
         };
-        let began = now_ns();
-        let soft_deadline = began + u64::from(timeout) * 1_000_000;
+        let soft_deadline = deadline_after_ms(timeout.into());
         let (ion, limits, epoch) = loop {
             match self.ensure_attached(abort, (!hard).then_some(soft_deadline)) {
                 Ok(a) => break a,
@@ -681,7 +680,7 @@ impl Client {
             start,
             timeout,
             deadline: if hard {
-                start + u64::from(timeout) * 1_000_000
+                deadline_after_ms(timeout.into())
             } else {
                 soft_deadline
             },

@@ -20,7 +20,7 @@
 
 use crate::treenet;
 use crate::zoid_kernel::stats::counters;
-use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, random_u32};
+use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns, random_u32};
 use crate::zoid_kernel::vfs::{CPath, Export, File};
 use crate::zoid_proto::zoid::f2cn::{
     self, chunk_digest, data_header, data_offset, outcome, record, Ack, Begin, Commit, F2cnError,
@@ -367,7 +367,7 @@ impl F2cn {
     /// Waits until every target answered the current phase, one failed, the
     /// timeout passed (the first silent target: `ETIMEDOUT`) or a signal.
     fn wait_phase(&self, timeout_ms: u32) -> core::result::Result<(), (u16, i32)> {
-        let deadline = now_ns() + u64::from(timeout_ms) * 1_000_000;
+        let deadline = deadline_after_ms(timeout_ms.into());
         let mut g = self.sending.lock();
         loop {
             let Some(s) = g.as_ref() else {

@@ -3,7 +3,9 @@ T=/sys/kernel/treenet
 
 # st <command...>: runs a selftest command, prints its result line.
 st() {
-  echo "$*" > $T/selftest || { echo "selftest '$*' failed: $(cat $T/selftest)"; diag; return 1; } >&2 >&2
+  # (The reason goes last: a report that keeps only a failed command's last
+  # lines shows it.)
+  echo "$*" > $T/selftest || { diag; echo "selftest '$*' failed: $(cat $T/selftest)"; return 1; } >&2
   cat $T/selftest
 }
 
