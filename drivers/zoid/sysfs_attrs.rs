@@ -114,6 +114,14 @@ knob!(
     3_600_000
 );
 knob!(show_hard, store_hard, |c| c.client.knobs, hard, 0, 1);
+knob!(
+    show_zoidfs_commit_delay_ms,
+    store_zoidfs_commit_delay_ms,
+    |c| c.zoidfs,
+    commit_delay_ms,
+    0,
+    60_000
+);
 
 /// `stats`: every counter, `name value`, plus queue depths and workers.
 fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -242,6 +250,13 @@ knob!(
     1
 );
 
+/// `zoidfs_verifier`: the write verifier zoidfs writes and commits answer
+/// with (changes only when this kernel boots again).
+fn show_zoidfs_verifier(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let v = c.zoidfs.verifier();
+    writeln!(w, "{:08x}{:08x}", (v >> 32) as u32, v as u32)
+}
+
 fn show_open_files(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{}", c.unix.open_files())
 }
@@ -315,7 +330,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 26] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 28] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -337,6 +352,12 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 26] = [
     Attribute::rw(c"root_squash", show_root_squash, store_root_squash),
     Attribute::rw(c"idmap", show_idmap, store_idmap),
     Attribute::rw(c"zoidfs_exports", show_zoidfs_exports, store_zoidfs_exports),
+    Attribute::rw(
+        c"zoidfs_commit_delay_ms",
+        show_zoidfs_commit_delay_ms,
+        store_zoidfs_commit_delay_ms,
+    ),
+    Attribute::ro(c"zoidfs_verifier", show_zoidfs_verifier),
     Attribute::ro(c"open_files", show_open_files),
     Attribute::ro(c"zoidfs_relaxed", show_zoidfs_relaxed),
     Attribute::rw(c"job_script", show_job_script, store_job_script),

@@ -18,10 +18,18 @@
 //! opens what it needs and closes it again.  The one per-CN state is
 //! relaxed consistency's table of who has which file open
 //! ([`crate::zoidfs_relaxed`]), fed by `open`, `close` and `recalled`.
+//!
+//! Writes are unstable unless the CN asks for `sync`: they reach the ION's
+//! page cache, and `commit` (the CN's fsync) puts them on stable storage.
+//! Both answer with the write verifier, an identity of this kernel's boot
+//! ([`boot_verifier`]): a CN whose unstable writes went to another boot
+//! than its commit (the ION crashed in between, losing its page cache)
+//! sends them again, as an NFS client does.
 
 use crate::plugin::{declared_plugin, Caller};
 use crate::unix_plugin::{wire_stat, Unix};
 use crate::zoid_kernel::kthread::KThread;
+use crate::zoid_kernel::time::{boot_time_ns, random_u32};
 use crate::zoid_kernel::vfs::{self, CPath, Export, Make, Name, Obj};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{Dirent, Stat};
@@ -31,7 +39,9 @@ use crate::zoid_proto::zoid::plugins::zoidfs::{
 use crate::zoidfs_relaxed::OpenTable;
 use kernel::bindings;
 use kernel::prelude::*;
+use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, Mutex};
+use kernel::time::{delay::fsleep, Delta};
 
 /// Bytes of the export id in front of a handle's file handle.
 const ID_LEN: usize = 4;
@@ -58,6 +68,40 @@ pub(crate) struct Zoidfs {
     pub(crate) relaxed: Arc<OpenTable>,
     /// Its recall timer.
     _recall_timer: KThread<OpenTable>,
+    /// The write verifier `write` and `commit` answer with: this boot's.
+    verifier: u64,
+    /// Fault injection for tests (`zoidfs_commit_delay_ms`): every
+    /// commit waits this long before it syncs, so that a test can cut
+    /// the ION's power between a write and its commit.
+    pub(crate) commit_delay_ms: Atomic<u32>,
+}
+
+/// The write verifier of this boot: the kernel's `boot_id` (random,
+/// fixed for the whole boot, so a reload of zoid keeps it) folded to 64
+/// bits and mixed with the wall-clock boot time.  Without a readable
+/// `boot_id` (no /proc), the boot time and a random value: a reload of
+/// zoid then looks like a reboot to the CNs, which only send their
+/// unsynced writes again.  Never 0 (a CN's "no unstable writes").
+fn boot_verifier() -> u64 {
+    let boot_id = (|| -> Result<u64> {
+        let dir = Export::open(c"/proc/sys/kernel/random")?;
+        let f = dir.open_file(&CPath::new(b"boot_id")?, bindings::O_RDONLY, 0)?;
+        let mut buf = [0u8; 64];
+        let n = f.read(&mut buf, None)?;
+        let digits = buf[..n].iter().filter_map(|&c| char::from(c).to_digit(16));
+        let (v, count) = digits.fold((0u64, 0), |(v, k), d| {
+            (v.rotate_left(4) ^ u64::from(d), k + 1)
+        });
+        if count < 32 {
+            return Err(EINVAL);
+        }
+        Ok(v)
+    })();
+    let v = match boot_id {
+        Ok(id) => id ^ boot_time_ns(),
+        Err(_) => boot_time_ns() ^ (u64::from(random_u32()) << 32),
+    };
+    v | 1
 }
 
 impl Zoidfs {
@@ -70,7 +114,15 @@ impl Zoidfs {
             named <- kernel::new_mutex!(KVec::new(), "zoid::zoidfs::exports"),
             relaxed,
             _recall_timer: timer,
+            // Never 0: a CN's "no unstable writes".
+            verifier: boot_verifier(),
+            commit_delay_ms: Atomic::new(0),
         }? Error))
+    }
+
+    /// The write verifier (see [`boot_verifier`]).
+    pub(crate) fn verifier(&self) -> u64 {
+        self.verifier
     }
 
     /// The export called `name` (`""`: the default one).
@@ -433,7 +485,9 @@ impl zoidfs::Server for Zoidfs {
         data: &[u8],
         sync: bool,
         attr: &mut Stat,
+        verf: &mut u64,
     ) -> CallResult {
+        *verf = self.verifier;
         // `APPEND` (-1): at the end of the file, as O_APPEND.
         let flags = match offset {
             APPEND => bindings::O_WRONLY | bindings::O_APPEND,
@@ -453,7 +507,12 @@ impl zoidfs::Server for Zoidfs {
         })
     }
 
-    fn commit(&self, ctx: &Caller, h: Handle, datasync: bool) -> CallResult {
+    fn commit(&self, ctx: &Caller, h: Handle, datasync: bool, verf: &mut u64) -> CallResult {
+        *verf = self.verifier;
+        let delay = self.commit_delay_ms.load(Relaxed);
+        if delay > 0 {
+            fsleep(Delta::from_millis(delay.into()));
+        }
         self.on(ctx, &h, |o| {
             let f = o.open(bindings::O_RDONLY).map_err(errno)?;
             f.sync(datasync).map_err(errno)?;

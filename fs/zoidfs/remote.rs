@@ -828,11 +828,11 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_read(
 }
 
 /// `zoidfs_rs_write()`: bytes written; `offset` [`APPEND`] writes at the
-/// end of the file.
+/// end of the file.  The ION's write verifier goes to `*verf`.
 ///
 /// # Safety
 ///
-/// `c`, `fh`, `attr` are valid; `buf` is valid for `count` reads.
+/// `c`, `fh`, `attr`, `verf` are valid; `buf` is valid for `count` reads.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn zoidfs_rs_write(
     c: *const RawConn,
@@ -842,9 +842,11 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_write(
     count: usize,
     sync: bool,
     attr: *mut RawAttr,
+    verf: *mut u64,
 ) -> isize {
     // SAFETY: the caller's guarantees.
-    let (c, fh, data, attr) = unsafe { (&*c, &*fh, bytes(buf.cast(), count), &mut *attr) };
+    let (c, fh, data, attr, verf) =
+        unsafe { (&*c, &*fh, bytes(buf.cast(), count), &mut *attr, &mut *verf) };
     let r = (|| -> Result<isize> {
         if offset < 0 && offset != APPEND {
             return Err(EINVAL);
@@ -852,7 +854,7 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_write(
         let h = handle_in(fh)?;
         let mut st = Stat::default();
         let n = Remote::new(c).run(Op::Write, |t| {
-            client::write(t, h, offset, data, sync, &mut st)
+            client::write(t, h, offset, data, sync, &mut st, verf)
         })?;
         *attr = RawAttr::from(&st);
         STATS.bytes_written(n);
@@ -997,10 +999,10 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_write_start(
         let h = handle_in(fh)?;
         let remote = Remote::new(c);
         STATS.call(Op::Write);
-        let mut st = Stat::default();
+        let (mut st, mut verf) = (Stat::default(), 0);
         let started = remote
             .t
-            .start(|t| client::write(t, h, offset, data, sync, &mut st))
+            .start(|t| client::write(t, h, offset, data, sync, &mut st, &mut verf))
             .map_err(|e| failed(Op::Write, e))?;
         Ok(Io {
             started,
@@ -1016,16 +1018,17 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_write_start(
 }
 
 /// `zoidfs_rs_write_finish()`: bytes written, the attributes after the
-/// write in `*attr`.
+/// write in `*attr`, the ION's write verifier in `*verf`.
 ///
 /// # Safety
 ///
 /// `io` came from [`zoidfs_rs_write_start`] and was not finished; `attr`
-/// is valid for one write.
+/// and `verf` are valid for one write.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn zoidfs_rs_write_finish(
     io: *mut c_void,
     attr: *mut RawAttr,
+    verf: *mut u64,
 ) -> isize {
     // SAFETY: the caller's guarantee.
     let io = unsafe { io_in(io) };
@@ -1033,13 +1036,13 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_write_finish(
         return neg(EINVAL) as isize;
     }
     // SAFETY: the caller's guarantee.
-    let attr = unsafe { &mut *attr };
+    let (attr, verf) = unsafe { (&mut *attr, &mut *verf) };
     let (h, offset) = (io.h, io.offset);
     let mut st = Stat::default();
     // The data went with the start: the stub's `data` is not sent again.
     let r = io
         .started
-        .finish(|t| client::write(t, h, offset, &[], false, &mut st))
+        .finish(|t| client::write(t, h, offset, &[], false, &mut st, verf))
         .map_err(|e| failed(Op::Write, e))
         .and_then(|n| {
             *attr = RawAttr::from(&st);
@@ -1049,7 +1052,7 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_write_finish(
     r.unwrap_or_else(|e| neg(e) as isize)
 }
 
-/// `zoidfs_rs_commit()`.
+/// `zoidfs_rs_commit()`: the ION's write verifier goes to `*verf`.
 ///
 /// # Safety
 ///
@@ -1059,11 +1062,12 @@ pub(crate) unsafe extern "C" fn zoidfs_rs_commit(
     c: *const RawConn,
     fh: *const RawHandle,
     datasync: bool,
+    verf: *mut u64,
 ) -> c_int {
     // SAFETY: the caller's guarantees.
-    let (c, fh) = unsafe { (&*c, &*fh) };
+    let (c, fh, verf) = unsafe { (&*c, &*fh, &mut *verf) };
     status(call_on(c, fh, Op::Commit, |t, h| {
-        client::commit(t, h, datasync)
+        client::commit(t, h, datasync, verf)
     }))
 }
 
@@ -1134,6 +1138,19 @@ pub(crate) extern "C" fn zoidfs_rs_ssi_count(event: c_int) {
 #[no_mangle]
 pub(crate) extern "C" fn zoidfs_rs_count_forced_umount() {
     STATS.forced_umounts.fetch_add(1, Relaxed);
+}
+
+/// `zoidfs_rs_count_unstable()`: an fsync found that the ION had booted
+/// again since it took unsynced writes; `lost`: they could not be sent
+/// again.
+#[no_mangle]
+pub(crate) extern "C" fn zoidfs_rs_count_unstable(lost: bool) {
+    let c = if lost {
+        &STATS.unstable_lost
+    } else {
+        &STATS.unstable_resent
+    };
+    c.fetch_add(1, Relaxed);
 }
 
 /// `zoidfs_rs_parse_recall()`: decodes upcall `function`'s `body` (a

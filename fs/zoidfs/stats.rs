@@ -49,6 +49,8 @@ counters! {
         timeouts: "Calls that failed with ETIMEDOUT (soft mounts, no ION).",
         forced: "Calls given up by umount -f (the caller saw EIO).",
         forced_umounts: "umount -f requests (umount_begin).",
+        unstable_resent: "fsyncs that wrote unsynced data again: the ION had booted again since it took them (its write verifier changed).",
+        unstable_lost: "fsyncs that failed with EIO: unsynced writes the rebooted ION lost were no longer cached here to send again.",
         connect_failed: "Mounts that found no ION.",
     }
 }

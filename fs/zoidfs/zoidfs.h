@@ -140,7 +140,7 @@ ssize_t zoidfs_rs_read(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 		       s64 offset, void *buf, size_t count);
 ssize_t zoidfs_rs_write(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 			s64 offset, const void *buf, size_t count, bool sync,
-			struct zoidfs_attr *attr);
+			struct zoidfs_attr *attr, u64 *verf);
 
 /*
  * Reads and writes in flight: *_start sends the call and returns at once
@@ -157,10 +157,16 @@ ssize_t zoidfs_rs_read_finish(struct zoidfs_io *io);
 int zoidfs_rs_write_start(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 			  s64 offset, const void *buf, size_t count, bool sync,
 			  struct zoidfs_io **io);
-ssize_t zoidfs_rs_write_finish(struct zoidfs_io *io, struct zoidfs_attr *attr);
+ssize_t zoidfs_rs_write_finish(struct zoidfs_io *io, struct zoidfs_attr *attr, u64 *verf);
 
+/*
+ * Writes answer, and commit (fsync) answers, with the ION's write verifier
+ * (*verf): another value means another ION boot, whose page cache lost the
+ * unsynced writes of the one before (fs/zoidfs/zoidfs_vfs.c sends them
+ * again).
+ */
 int zoidfs_rs_commit(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
-		     bool datasync);
+		     bool datasync, u64 *verf);
 int zoidfs_rs_statfs(const struct zoidfs_conn *c, const struct zoidfs_fh *fh,
 		     struct zoidfs_statfs *st);
 
@@ -180,6 +186,8 @@ int zoidfs_rs_parse_recall(u16 function, const void *body, size_t len, struct zo
 void zoidfs_rs_ssi_count(int event);
 /* Counts an umount -f. */
 void zoidfs_rs_count_forced_umount(void);
+/* Counts unsynced writes an ION reboot lost: sent again, or (lost) not. */
+void zoidfs_rs_count_unstable(bool lost);
 
 /* Implemented in C (zoidfs_vfs.c), called from the module's init/exit. */
 int zoidfs_register(void);

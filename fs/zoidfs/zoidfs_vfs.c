@@ -149,6 +149,15 @@ struct zoidfs_inode {
 	u32 ssi_key;
 	unsigned long ssi_flags;
 	u64 ssi_truncs;
+	/*
+	 * Writes the ION took unstable (into its page cache, not synced)
+	 * since the last commit, under i_lock: the write verifier of the
+	 * first (0: none), whether another came back since, and the byte
+	 * range they cover.  See zoidfs_commit().
+	 */
+	u64 unstable_verf;
+	bool unstable_mixed;
+	loff_t unstable_lo, unstable_hi;
 	struct inode vfs_inode;
 };
 
@@ -345,6 +354,9 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 	/* Whatever the size object says is news to a new inode. */
 	zi->ssi_flags = BIT(ZOIDFS_SSI_STALE);
 	zi->ssi_truncs = 0;
+	zi->unstable_verf = 0;
+	zi->unstable_mixed = false;
+	zi->unstable_lo = zi->unstable_hi = 0;
 	return &zi->vfs_inode;
 }
 
@@ -949,6 +961,117 @@ static ssize_t zoidfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	return done ? done : err;
 }
 
+/*
+ * Unstable writes and the write verifier, as NFS's.  The ION answers a
+ * write once the data is in its page cache, and a commit (fsync) once it is
+ * on stable storage; both answers carry its write verifier, which changes
+ * when the ION boots again.  A CN whose unstable writes went to another
+ * verifier than the commit's (the ION crashed in between and lost them
+ * with its page cache) must not acknowledge the fsync: it sends them again
+ * from its page cache and commits again.
+ */
+
+/* A write the ION took unstable: remember it for the next commit. */
+static void zoidfs_note_unstable(struct inode *inode, u64 verf, loff_t pos, size_t len)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+
+	spin_lock(&inode->i_lock);
+	if (!zi->unstable_verf) {
+		zi->unstable_verf = verf;
+		zi->unstable_mixed = false;
+		zi->unstable_lo = pos;
+		zi->unstable_hi = pos + len;
+	} else {
+		if (verf != zi->unstable_verf)
+			zi->unstable_mixed = true;
+		zi->unstable_lo = min(zi->unstable_lo, pos);
+		zi->unstable_hi = max_t(loff_t, zi->unstable_hi, pos + len);
+	}
+	spin_unlock(&inode->i_lock);
+}
+
+/*
+ * Dirties the cached folios of [lo, hi) again and writes them back (to the
+ * ION that answers now).  -EIO if part of the range is no longer cached:
+ * that data cannot be sent again.
+ */
+static int zoidfs_resend_unstable(struct inode *inode, loff_t lo, loff_t hi)
+{
+	struct address_space *mapping = inode->i_mapping;
+	pgoff_t index, last;
+
+	/* What a truncation removed since needs no sending. */
+	hi = min(hi, i_size_read(inode));
+	if (hi <= lo)
+		return 0;
+	index = lo >> PAGE_SHIFT;
+	last = (hi - 1) >> PAGE_SHIFT;
+	while (index <= last) {
+		struct folio *folio = filemap_lock_folio(mapping, index);
+		bool cached = !IS_ERR(folio) && folio_test_uptodate(folio);
+
+		if (IS_ERR(folio))
+			return -EIO;
+		if (cached)
+			folio_mark_dirty(folio);
+		index = folio_next_index(folio);
+		folio_unlock(folio);
+		folio_put(folio);
+		if (!cached)
+			return -EIO;
+	}
+	return filemap_write_and_wait_range(mapping, lo, hi - 1);
+}
+
+/* fsync's commit, checking the write verifier (see above). */
+static int zoidfs_commit(struct inode *inode, int datasync)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+	int tries, err;
+
+	for (tries = 0;; tries++) {
+		u64 wverf, verf = 0;
+		loff_t lo, hi;
+		bool mixed;
+
+		/* The writes this commit is to cover; later ones wait for the next. */
+		spin_lock(&inode->i_lock);
+		wverf = zi->unstable_verf;
+		mixed = zi->unstable_mixed;
+		lo = zi->unstable_lo;
+		hi = zi->unstable_hi;
+		zi->unstable_verf = 0;
+		spin_unlock(&inode->i_lock);
+		err = zoidfs_rs_commit(zconn(inode), &zi->fh, datasync, &verf);
+		if (err) {
+			/* Not committed: the next commit covers them. */
+			if (wverf) {
+				zoidfs_note_unstable(inode, wverf, lo, hi - lo);
+				if (mixed)
+					zoidfs_note_unstable(inode, ~wverf, lo, hi - lo);
+			}
+			return err;
+		}
+		if (!wverf || (!mixed && wverf == verf))
+			return 0;
+		/*
+		 * The ION booted again since it took some of these writes: send
+		 * them again (noted under its new verifier, so the next round
+		 * commits and checks them).  An ION that keeps rebooting gets a
+		 * few rounds.
+		 */
+		err = tries < 3 ? zoidfs_resend_unstable(inode, lo, hi) : -EIO;
+		zoidfs_rs_count_unstable(err != 0);
+		if (err) {
+			pr_warn_ratelimited("zoidfs: inode %llu: the ION booted again before %lld bytes at %lld were synced, and they could not be sent again: fsync fails (%d)\n",
+					    (unsigned long long)inode->i_ino, hi - lo, lo, err);
+			mapping_set_error(inode->i_mapping, err);
+			return err;
+		}
+	}
+}
+
 static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
@@ -957,6 +1080,7 @@ static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 	/* Appends go to the ION's end of file, not our idea of it: in order. */
 	bool append = iocb->ki_flags & IOCB_APPEND;
 	struct zoidfs_attr a, last = {};
+	u64 verf;
 	/* stop: start no more writes; broken: and count no more results. */
 	bool have_attr = false, stop = false, broken = false;
 	ssize_t done = 0, err = 0, n;
@@ -1016,7 +1140,9 @@ static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		if (!p.n)
 			break;
 		s = zoidfs_pipe_pop(&p);
-		n = zoidfs_rs_write_finish(p.io[s], &a);
+		n = zoidfs_rs_write_finish(p.io[s], &a, &verf);
+		if (n > 0 && !sync)
+			zoidfs_note_unstable(inode, verf, append ? a.size - n : p.pos[s], n);
 		if (broken)
 			continue;	/* past a failed or short write: not counted */
 		if (n < 0) {
@@ -1056,9 +1182,7 @@ out_unlock:
 
 static int zoidfs_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
-	struct inode *inode = file_inode(file);
-
-	return zoidfs_rs_commit(zconn(inode), &ZI(inode)->fh, datasync);
+	return zoidfs_commit(file_inode(file), datasync);
 }
 
 /* ---- The page cache (cache=strict|loose; mmap in every mode) ---- */
@@ -1281,10 +1405,13 @@ static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
 	unsigned int s = zoidfs_pipe_pop(&wb->pipe);
 	struct zoidfs_attr a;
 	ssize_t n;
+	u64 verf;
 
-	n = zoidfs_rs_write_finish(wb->pipe.io[s], &a);
-	if (n > 0)
+	n = zoidfs_rs_write_finish(wb->pipe.io[s], &a, &verf);
+	if (n > 0) {
 		zoidfs_set_attr(wb->inode, &a, true);
+		zoidfs_note_unstable(wb->inode, verf, wb->pipe.pos[s], n);
+	}
 	if (n >= 0 && n < wb->pipe.len[s]) {
 		pr_warn_ratelimited("zoidfs: ION wrote %zd of %zu bytes at %lld\n", n,
 				    wb->pipe.len[s], wb->pipe.pos[s]);
@@ -1473,7 +1600,7 @@ static int zoidfs_cached_fsync(struct file *file, loff_t start, loff_t end, int 
 
 	if (err)
 		return err;
-	return zoidfs_rs_commit(zconn(inode), &ZI(inode)->fh, datasync);
+	return zoidfs_commit(inode, datasync);
 }
 
 static int zoidfs_cached_mmap(struct file *file, struct vm_area_struct *vma)

@@ -11,6 +11,25 @@ pub(crate) fn now_ns() -> u64 {
     u64::try_from(t).unwrap_or(0)
 }
 
+/// The monotonic time `ms` milliseconds from now, in nanoseconds (a
+/// deadline for [`now_ns`]).
+pub(crate) fn deadline_after_ms(ms: u64) -> u64 {
+    now_ns().saturating_add(ms.saturating_mul(1_000_000))
+}
+
+/// The wall-clock time this kernel booted, in nanoseconds since the
+/// epoch: the same for the whole boot (module reloads included), another
+/// value after a reboot.
+pub(crate) fn boot_time_ns() -> u64 {
+    let mut ts = bindings::timespec64::default();
+    // SAFETY: `ts` is valid for writes; `getboottime64` has no other
+    // preconditions.
+    unsafe { bindings::getboottime64(&mut ts) };
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nsecs = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    secs.wrapping_mul(1_000_000_000).wrapping_add(nsecs)
+}
+
 /// Milliseconds to jiffies (rounded up, at least 1).
 pub(crate) fn ms_to_jiffies(ms: u64) -> usize {
     let ms = u32::try_from(ms).unwrap_or(u32::MAX);

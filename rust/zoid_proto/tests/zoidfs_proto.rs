@@ -23,6 +23,8 @@ const EEXIST: i32 = 17;
 const ENOTDIR: i32 = 20;
 const EISDIR: i32 = 21;
 const EINVAL: i32 = 22;
+/// The model ION's write verifier.
+const VERIFIER: u64 = 0x5eed_0f1e_5500_0001;
 const ENOTEMPTY: i32 = 39;
 const ENODATA: i32 = 61;
 const ERANGE: i32 = 34;
@@ -406,7 +408,9 @@ impl zoidfs::Server for Srv {
         data: &[u8],
         _sync: bool,
         attr: &mut Stat,
+        verf: &mut u64,
     ) -> CallResult {
+        *verf = VERIFIER;
         let mut m = self.0.borrow_mut();
         let ino = m.resolve(&h)?;
         match &mut m.objects.get_mut(&ino).unwrap().kind {
@@ -423,7 +427,8 @@ impl zoidfs::Server for Srv {
         Ok(data.len() as i64)
     }
 
-    fn commit(&self, (): &(), h: Handle, _datasync: bool) -> CallResult {
+    fn commit(&self, (): &(), h: Handle, _datasync: bool, verf: &mut u64) -> CallResult {
+        *verf = VERIFIER;
         self.0.borrow().resolve(&h).map(|_| 0)
     }
 
@@ -588,7 +593,9 @@ fn declaration() {
     assert_eq!(StatFs::SIZE, 8 * 6 + 4 * 3);
     // Deferred answers fit the calls that return `ret` alone.
     assert!(zoidfs::reply_is_ret_only(zoidfs::func::remove));
-    assert!(zoidfs::reply_is_ret_only(zoidfs::func::commit));
+    assert!(zoidfs::reply_is_ret_only(zoidfs::func::close));
+    // commit answers with the ION's write verifier.
+    assert!(!zoidfs::reply_is_ret_only(zoidfs::func::commit));
     // open waits for recalls: the ION defers its answer.
     assert!(zoidfs::reply_is_ret_only(zoidfs::func::open));
     assert!(!zoidfs::reply_is_ret_only(zoidfs::func::lookup));
@@ -730,9 +737,16 @@ fn data_and_attributes() {
         Ok(0)
     );
     let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
-    assert_eq!(client::write(&t, f, 0, &data, false, &mut st), Ok(100_000));
-    assert_eq!(st.size, 100_000);
-    assert_eq!(client::write(&t, f, 200_000, b"end", true, &mut st), Ok(3));
+    let mut verf = 0;
+    assert_eq!(
+        client::write(&t, f, 0, &data, false, &mut st, &mut verf),
+        Ok(100_000)
+    );
+    assert_eq!((st.size, verf), (100_000, VERIFIER));
+    assert_eq!(
+        client::write(&t, f, 200_000, b"end", true, &mut st, &mut verf),
+        Ok(3)
+    );
     assert_eq!(st.size, 200_003);
     let mut back = vec![0u8; 65536];
     assert_eq!(client::read(&t, f, 50_000, &mut back, 65536), Ok(65536));
@@ -753,7 +767,9 @@ fn data_and_attributes() {
     assert_eq!(client::setattr(&t, f, set, &mut st), Ok(0));
     assert_eq!((st.size, st.mode), (10, S_IFREG | 0o600));
     assert_eq!((st.mtime_sec, st.mtime_nsec), (1_700_000_000, 123_456_789));
-    assert_eq!(client::commit(&t, f, true), Ok(0));
+    verf = 0;
+    assert_eq!(client::commit(&t, f, true, &mut verf), Ok(0));
+    assert_eq!(verf, VERIFIER);
     assert_eq!(client::read(&t, r, 0, &mut back, 16), errno(EISDIR));
 }
 

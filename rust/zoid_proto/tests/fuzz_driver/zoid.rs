@@ -693,24 +693,35 @@ impl zoidfs::Server for Dummy {
         data: &[u8],
         sync: bool,
         attr: &mut Stat,
+        verf: &mut u64,
     ) -> CallResult {
         let seed = seed_of(&h).wrapping_sub(offset) + len(data);
         *attr = stat_of(seed);
+        *verf = seed as u64;
         let (want, d) = (*attr, data.to_vec());
         ctx.ran(Box::new(move |t| {
-            let mut st = Stat::default();
-            let r = zoidfs::client::write(t, h, offset, &d, sync, &mut st);
+            let (mut st, mut v) = (Stat::default(), 0);
+            let r = zoidfs::client::write(t, h, offset, &d, sync, &mut st, &mut v);
             if r.is_ok() {
-                assert_eq!(st, want);
+                assert_eq!((st, v), (want, seed as u64));
             }
             r
         }));
         outcome(seed)
     }
 
-    fn commit(&self, ctx: &Rec, h: Handle, datasync: bool) -> CallResult {
-        ctx.ran(Box::new(move |t| zoidfs::client::commit(t, h, datasync)));
-        outcome(seed_of(&h) + i64::from(datasync))
+    fn commit(&self, ctx: &Rec, h: Handle, datasync: bool, verf: &mut u64) -> CallResult {
+        let seed = seed_of(&h) + i64::from(datasync);
+        *verf = seed as u64;
+        ctx.ran(Box::new(move |t| {
+            let mut v = 0;
+            let r = zoidfs::client::commit(t, h, datasync, &mut v);
+            if r.is_ok() {
+                assert_eq!(v, seed as u64);
+            }
+            r
+        }));
+        outcome(seed)
     }
 
     fn open(&self, ctx: &Rec, h: Handle, ino: u64) -> CallResult {
@@ -881,6 +892,7 @@ fn client_stub(which: u8, reply: &[u8]) -> bool {
     let t = &FuzzReply(reply);
     let mut buf = [CANARY; 24];
     let mut st = Stat::default();
+    let mut verf = 0u64;
     let mut x = 5u64;
     let mut sum = 0i64;
     let cap = 16u32;
@@ -932,8 +944,8 @@ fn client_stub(which: u8, reply: &[u8]) -> bool {
         41 => zoidfs::client::readlink(t, any, &mut buf, cap),
         42 => zoidfs::client::readdir(t, any, 0, &mut buf, cap),
         43 => zoidfs::client::read(t, any, 0, &mut buf, cap),
-        44 => zoidfs::client::write(t, any, 0, b"data", false, &mut st),
-        45 => zoidfs::client::commit(t, any, false),
+        44 => zoidfs::client::write(t, any, 0, b"data", false, &mut st, &mut verf),
+        45 => zoidfs::client::commit(t, any, false, &mut verf),
         _ => zoidfs::client::statfs(t, any, &mut sfs),
     };
     // A handle a stub accepted is a valid one.
@@ -1257,6 +1269,7 @@ pub fn sample_calls() -> Vec<(u16, u16, Vec<u8>)> {
     let mut buf = [0u8; 64];
     let mut st = Stat::default();
     let (mut x, mut sum) = (0x1122_3344_5566_7788u64, 0i64);
+    let mut verf = 0u64;
     let (h1, h2) = (handle_of(1), handle_of(-77));
     let mut fh = Handle::default();
     let mut sfs = StatFs::default();
@@ -1315,8 +1328,8 @@ pub fn sample_calls() -> Vec<(u16, u16, Vec<u8>)> {
         capture_call(|t| zoidfs::client::readlink(t, h2, b, 20)),
         capture_call(|t| zoidfs::client::readdir(t, h1, 3, b, 64)),
         capture_call(|t| zoidfs::client::read(t, h2, 4096, b, 64)),
-        capture_call(|t| zoidfs::client::write(t, h2, 8192, b"data", true, &mut st)),
-        capture_call(|t| zoidfs::client::commit(t, h2, false)),
+        capture_call(|t| zoidfs::client::write(t, h2, 8192, b"data", true, &mut st, &mut verf)),
+        capture_call(|t| zoidfs::client::commit(t, h2, false, &mut verf)),
         capture_call(|t| zoidfs::client::statfs(t, h1, &mut sfs)),
     ]
 }

@@ -273,13 +273,17 @@ zoid_plugin! {
 
     /// Writes `data` at `offset` ([`APPEND`]: at the end of the file, as
     /// `O_APPEND`, atomically with other appends on the ION; `sync`: on
-    /// stable storage before the reply); the attributes after the write.
-    /// Returns the bytes written.
-    fn write(h: in Handle, offset: in i64, data: in bytes, sync: in bool, attr: out Stat) = 14;
+    /// stable storage before the reply); the attributes after the write
+    /// and the ION's write verifier (see `commit`).  Returns the bytes
+    /// written.
+    fn write(h: in Handle, offset: in i64, data: in bytes, sync: in bool, attr: out Stat, verf: out u64) = 14;
 
     /// Flushes `h` to stable storage (`datasync`: data and what is needed
-    /// to read it back, as fdatasync).  Returns 0.
-    fn commit(h: in Handle, datasync: in bool) = 15;
+    /// to read it back, as fdatasync).  `verf` is the ION's write
+    /// verifier, as NFS's: it changes when the ION boots again, so a CN
+    /// whose unsynced writes went to another verifier than its commit
+    /// knows those writes may be lost and sends them again.  Returns 0.
+    fn commit(h: in Handle, datasync: in bool, verf: out u64) = 15;
 
     /// Statistics of the filesystem holding `h`.  Returns 0.
     fn statfs(h: in Handle, st: out StatFs) = 16;
