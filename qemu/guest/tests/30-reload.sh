@@ -1,6 +1,9 @@
 # The suite unloads cleanly (sysfs directories gone) and loads again.
 order=$(cat /lib/zoid/load-order)
 reverse=$(echo "$order" | sed '1!G;h;$!d')
+# zoidfs's write verifier belongs to the boot, not to the module: a reload
+# must not make CNs resend (or, with cache=none, fail) their fsyncs.
+verf=$(cat /sys/kernel/zoid/zoidfs_verifier)
 # zoid and ssi pin treenet: it cannot go first.
 if rmmod treenet 2>/dev/null; then echo "treenet unloaded under its users"; exit 1; fi
 for m in $reverse; do rmmod "$m"; done
@@ -15,3 +18,5 @@ load_suite
 [ "$(cat /sys/kernel/treenet/role)" = "$ZOID_ROLE" ]
 [ "$(grep -c mtu= /sys/kernel/treenet/links)" = "$(echo "$devs" | tr ',' '\n' | grep -c .)" ]
 for m in $order; do [ -r /sys/kernel/$m/version ]; done
+[ "$(cat /sys/kernel/zoid/zoidfs_verifier)" = "$verf" ] ||
+  { echo "the write verifier changed with a reload: $verf, now $(cat /sys/kernel/zoid/zoidfs_verifier)"; exit 1; }

@@ -34,7 +34,8 @@ if [ "$ZOID_ROLE" = ion ]; then
   # export (its root: see there).
   grep -q " $D ext4 " /proc/mounts || { echo "$D is not mounted"; exit 1; }
   [ "$(cat $Z/export)" = $X ] || { echo "export: $(cat $Z/export)"; exit 1; }
-  echo "ION life $ZOID_BOOT: $(grep ' /ion-disk ' /proc/mounts | cut -d' ' -f1-3), export $(cat $Z/export)"
+  echo "ION life $ZOID_BOOT: $(grep ' /ion-disk ' /proc/mounts | cut -d' ' -f1-3), export $(cat $Z/export)," \
+    "write verifier $(cat $Z/zoidfs_verifier)"
   if [ "$ZOID_BOOT" = 1 ]; then
     barrier 9699
     barrier 9700
