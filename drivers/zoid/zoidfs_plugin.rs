@@ -78,17 +78,19 @@ pub(crate) struct Zoidfs {
 
 /// The write verifier of this boot: the kernel's `boot_id` (random,
 /// fixed for the whole boot, so a reload of zoid keeps it) folded to 64
-/// bits and mixed with the wall-clock boot time.  Without a readable
-/// `boot_id` (no /proc), the boot time and a random value: a reload of
-/// zoid then looks like a reboot to the CNs, which only send their
-/// unsynced writes again.  Never 0 (a CN's "no unstable writes").
+/// bits.  Not the boot time: that moves with every clock step.  Without
+/// a readable `boot_id` (no /proc), the boot time and a random value: a
+/// reload of zoid then looks like a reboot to the CNs (they send their
+/// cached unsynced writes again, and fsyncs of uncached ones fail).
+/// Never 0 (a CN's "no unstable writes").
 fn boot_verifier() -> u64 {
     let boot_id = (|| -> Result<u64> {
         let dir = Export::open(c"/proc/sys/kernel/random")?;
         let f = dir.open_file(&CPath::new(b"boot_id")?, bindings::O_RDONLY, 0)?;
         let mut buf = [0u8; 64];
         let n = f.read(&mut buf, None)?;
-        let digits = buf[..n].iter().filter_map(|&c| char::from(c).to_digit(16));
+        let read = buf.get(..n).ok_or(EINVAL)?;
+        let digits = read.iter().filter_map(|&c| char::from(c).to_digit(16));
         let (v, count) = digits.fold((0u64, 0), |(v, k), d| {
             (v.rotate_left(4) ^ u64::from(d), k + 1)
         });
@@ -98,7 +100,7 @@ fn boot_verifier() -> u64 {
         Ok(v)
     })();
     let v = match boot_id {
-        Ok(id) => id ^ boot_time_ns(),
+        Ok(id) => id,
         Err(_) => boot_time_ns() ^ (u64::from(random_u32()) << 32),
     };
     v | 1

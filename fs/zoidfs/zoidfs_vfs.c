@@ -152,12 +152,15 @@ struct zoidfs_inode {
 	/*
 	 * Writes the ION took unstable (into its page cache, not synced)
 	 * since the last commit, under i_lock: the write verifier of the
-	 * first (0: none), whether another came back since, and the byte
-	 * range they cover.  See zoidfs_commit().
+	 * first (0: none), whether another came back since, whether one was
+	 * a direct write (not in the page cache: it cannot be sent again),
+	 * and the byte range the cached ones cover.  commit_lock makes
+	 * fsyncs take turns.  See zoidfs_commit().
 	 */
 	u64 unstable_verf;
-	bool unstable_mixed;
+	bool unstable_mixed, unstable_direct;
 	loff_t unstable_lo, unstable_hi;
+	struct mutex commit_lock;
 	struct inode vfs_inode;
 };
 
@@ -356,6 +359,7 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 	zi->ssi_truncs = 0;
 	zi->unstable_verf = 0;
 	zi->unstable_mixed = false;
+	zi->unstable_direct = false;
 	zi->unstable_lo = zi->unstable_hi = 0;
 	return &zi->vfs_inode;
 }
@@ -388,6 +392,7 @@ static void zoidfs_inode_init_once(void *p)
 
 	inode_init_once(&zi->vfs_inode);
 	mutex_init(&zi->open_lock);
+	mutex_init(&zi->commit_lock);
 }
 
 /* ---- Names ---- */
@@ -774,6 +779,9 @@ static int zoidfs_do_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		/* The new size first, then the page cache (truncate_pagecache). */
 		spin_lock(&inode->i_lock);
 		i_size_write(inode, ia->ia_size);
+		/* What the truncation removed is not to be sent again. */
+		ZI(inode)->unstable_hi = min(ZI(inode)->unstable_hi, ia->ia_size);
+		ZI(inode)->unstable_lo = min(ZI(inode)->unstable_lo, ZI(inode)->unstable_hi);
 		spin_unlock(&inode->i_lock);
 		truncate_pagecache(inode, ia->ia_size);
 	}
@@ -971,48 +979,112 @@ static ssize_t zoidfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
  * from its page cache and commits again.
  */
 
-/* A write the ION took unstable: remember it for the next commit. */
+/* What the next commit is to cover (see struct zoidfs_inode). */
+struct zoidfs_unstable {
+	u64 verf;
+	bool mixed, direct;
+	loff_t lo, hi;
+};
+
+/*
+ * A write the ION took unstable: remember it for the next commit.  `pos`
+ * < 0: a direct write (not cached here, so it cannot be sent again).
+ */
 static void zoidfs_note_unstable(struct inode *inode, u64 verf, loff_t pos, size_t len)
 {
 	struct zoidfs_inode *zi = ZI(inode);
+	bool direct = pos < 0;
 
 	spin_lock(&inode->i_lock);
 	if (!zi->unstable_verf) {
 		zi->unstable_verf = verf;
-		zi->unstable_mixed = false;
+		zi->unstable_mixed = zi->unstable_direct = false;
+		zi->unstable_lo = zi->unstable_hi = direct ? 0 : pos;
+	} else if (verf != zi->unstable_verf) {
+		zi->unstable_mixed = true;
+	}
+	if (direct) {
+		zi->unstable_direct = true;
+	} else if (zi->unstable_lo == zi->unstable_hi) {
 		zi->unstable_lo = pos;
 		zi->unstable_hi = pos + len;
 	} else {
-		if (verf != zi->unstable_verf)
-			zi->unstable_mixed = true;
 		zi->unstable_lo = min(zi->unstable_lo, pos);
 		zi->unstable_hi = max_t(loff_t, zi->unstable_hi, pos + len);
 	}
 	spin_unlock(&inode->i_lock);
 }
 
+/* Takes what the next commit is to cover; later writes wait for the one after. */
+static struct zoidfs_unstable zoidfs_take_unstable(struct inode *inode)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+	struct zoidfs_unstable u;
+
+	spin_lock(&inode->i_lock);
+	u.verf = zi->unstable_verf;
+	u.mixed = zi->unstable_mixed;
+	u.direct = zi->unstable_direct;
+	u.lo = zi->unstable_lo;
+	u.hi = zi->unstable_hi;
+	zi->unstable_verf = 0;
+	spin_unlock(&inode->i_lock);
+	return u;
+}
+
+/* Puts back what a failed commit did not cover (merged with newer writes). */
+static void zoidfs_keep_unstable(struct inode *inode, const struct zoidfs_unstable *u)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+
+	if (!u->verf)
+		return;
+	spin_lock(&inode->i_lock);
+	if (!zi->unstable_verf) {
+		zi->unstable_verf = u->verf;
+		zi->unstable_mixed = u->mixed;
+		zi->unstable_direct = u->direct;
+		zi->unstable_lo = u->lo;
+		zi->unstable_hi = u->hi;
+	} else {
+		zi->unstable_mixed |= u->mixed || zi->unstable_verf != u->verf;
+		zi->unstable_direct |= u->direct;
+		/* (An empty range, lo == hi, is no range.) */
+		if (zi->unstable_lo == zi->unstable_hi) {
+			zi->unstable_lo = u->lo;
+			zi->unstable_hi = u->hi;
+		} else if (u->lo != u->hi) {
+			zi->unstable_lo = min(zi->unstable_lo, u->lo);
+			zi->unstable_hi = max(zi->unstable_hi, u->hi);
+		}
+	}
+	spin_unlock(&inode->i_lock);
+}
+
 /*
  * Dirties the cached folios of [lo, hi) again and writes them back (to the
- * ION that answers now).  -EIO if part of the range is no longer cached:
- * that data cannot be sent again.
+ * ION that answers now).  -EIO if part of the range is no longer cached,
+ * or lies beyond the end of the file as this CN now knows it (the rebooted
+ * ION's size): that data cannot be sent again.
  */
 static int zoidfs_resend_unstable(struct inode *inode, loff_t lo, loff_t hi)
 {
 	struct address_space *mapping = inode->i_mapping;
 	pgoff_t index, last;
 
-	/* What a truncation removed since needs no sending. */
-	hi = min(hi, i_size_read(inode));
 	if (hi <= lo)
 		return 0;
+	if (lo < 0 || hi > i_size_read(inode))
+		return -EIO;
 	index = lo >> PAGE_SHIFT;
 	last = (hi - 1) >> PAGE_SHIFT;
 	while (index <= last) {
 		struct folio *folio = filemap_lock_folio(mapping, index);
-		bool cached = !IS_ERR(folio) && folio_test_uptodate(folio);
+		bool cached;
 
 		if (IS_ERR(folio))
 			return -EIO;
+		cached = folio_test_uptodate(folio);
 		if (cached)
 			folio_mark_dirty(folio);
 		index = folio_next_index(folio);
@@ -1020,56 +1092,52 @@ static int zoidfs_resend_unstable(struct inode *inode, loff_t lo, loff_t hi)
 		folio_put(folio);
 		if (!cached)
 			return -EIO;
+		cond_resched();
 	}
 	return filemap_write_and_wait_range(mapping, lo, hi - 1);
 }
 
-/* fsync's commit, checking the write verifier (see above). */
+/*
+ * fsync's commit, checking the write verifier (see above).  One at a time
+ * per inode: a second fsync must not return while the first is still
+ * sending again what the first commit found lost.
+ */
 static int zoidfs_commit(struct inode *inode, int datasync)
 {
 	struct zoidfs_inode *zi = ZI(inode);
-	int tries, err;
+	int tries, err = 0;
 
+	mutex_lock(&zi->commit_lock);
 	for (tries = 0;; tries++) {
-		u64 wverf, verf = 0;
-		loff_t lo, hi;
-		bool mixed;
+		struct zoidfs_unstable u = zoidfs_take_unstable(inode);
+		u64 verf = 0;
 
-		/* The writes this commit is to cover; later ones wait for the next. */
-		spin_lock(&inode->i_lock);
-		wverf = zi->unstable_verf;
-		mixed = zi->unstable_mixed;
-		lo = zi->unstable_lo;
-		hi = zi->unstable_hi;
-		zi->unstable_verf = 0;
-		spin_unlock(&inode->i_lock);
 		err = zoidfs_rs_commit(zconn(inode), &zi->fh, datasync, &verf);
 		if (err) {
 			/* Not committed: the next commit covers them. */
-			if (wverf) {
-				zoidfs_note_unstable(inode, wverf, lo, hi - lo);
-				if (mixed)
-					zoidfs_note_unstable(inode, ~wverf, lo, hi - lo);
-			}
-			return err;
+			zoidfs_keep_unstable(inode, &u);
+			break;
 		}
-		if (!wverf || (!mixed && wverf == verf))
-			return 0;
+		if (!u.verf || (!u.mixed && u.verf == verf))
+			break;
 		/*
 		 * The ION booted again since it took some of these writes: send
 		 * them again (noted under its new verifier, so the next round
 		 * commits and checks them).  An ION that keeps rebooting gets a
 		 * few rounds.
 		 */
-		err = tries < 3 ? zoidfs_resend_unstable(inode, lo, hi) : -EIO;
+		err = tries < 3 && !u.direct ? zoidfs_resend_unstable(inode, u.lo, u.hi) : -EIO;
 		zoidfs_rs_count_unstable(err != 0);
 		if (err) {
-			pr_warn_ratelimited("zoidfs: inode %llu: the ION booted again before %lld bytes at %lld were synced, and they could not be sent again: fsync fails (%d)\n",
-					    (unsigned long long)inode->i_ino, hi - lo, lo, err);
+			pr_warn_ratelimited("zoidfs: inode %llu: the ION booted again before writes%s at %lld..%lld were synced, and they could not be sent again: fsync fails (%d)\n",
+					    (unsigned long long)inode->i_ino,
+					    u.direct ? " (direct)" : "", u.lo, u.hi, err);
 			mapping_set_error(inode->i_mapping, err);
-			return err;
+			break;
 		}
 	}
+	mutex_unlock(&zi->commit_lock);
+	return err;
 }
 
 static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
@@ -1141,8 +1209,9 @@ static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
 			break;
 		s = zoidfs_pipe_pop(&p);
 		n = zoidfs_rs_write_finish(p.io[s], &a, &verf);
+		/* (Its pages are dropped below: not cached, not to be sent again.) */
 		if (n > 0 && !sync)
-			zoidfs_note_unstable(inode, verf, append ? a.size - n : p.pos[s], n);
+			zoidfs_note_unstable(inode, verf, -1, 0);
 		if (broken)
 			continue;	/* past a failed or short write: not counted */
 		if (n < 0) {
