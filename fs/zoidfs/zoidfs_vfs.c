@@ -127,6 +127,19 @@ struct zoidfs_sb {
 	char *ssi_set;
 };
 
+/*
+ * Writes the ION took unstable (into its page cache, not synced) since the
+ * last commit: the write verifier of the first (0: none), whether another
+ * came back since, whether one was a direct write (not in the page cache:
+ * it cannot be sent again), and the byte range the cached ones cover
+ * (lo == hi: none).  See zoidfs_commit().
+ */
+struct zoidfs_unstable {
+	u64 verf;
+	bool mixed, direct;
+	loff_t lo, hi;
+};
+
 struct zoidfs_inode {
 	struct zoidfs_fh fh;
 	/* When the attributes came from the ION (jiffies). */
@@ -149,17 +162,8 @@ struct zoidfs_inode {
 	u32 ssi_key;
 	unsigned long ssi_flags;
 	u64 ssi_truncs;
-	/*
-	 * Writes the ION took unstable (into its page cache, not synced)
-	 * since the last commit, under i_lock: the write verifier of the
-	 * first (0: none), whether another came back since, whether one was
-	 * a direct write (not in the page cache: it cannot be sent again),
-	 * and the byte range the cached ones cover.  commit_lock makes
-	 * fsyncs take turns.  See zoidfs_commit().
-	 */
-	u64 unstable_verf;
-	bool unstable_mixed, unstable_direct;
-	loff_t unstable_lo, unstable_hi;
+	/* Under i_lock; commit_lock makes fsyncs take turns (zoidfs_commit()). */
+	struct zoidfs_unstable unstable;
 	struct mutex commit_lock;
 	struct inode vfs_inode;
 };
@@ -357,10 +361,7 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 	/* Whatever the size object says is news to a new inode. */
 	zi->ssi_flags = BIT(ZOIDFS_SSI_STALE);
 	zi->ssi_truncs = 0;
-	zi->unstable_verf = 0;
-	zi->unstable_mixed = false;
-	zi->unstable_direct = false;
-	zi->unstable_lo = zi->unstable_hi = 0;
+	zi->unstable = (struct zoidfs_unstable){};
 	return &zi->vfs_inode;
 }
 
@@ -780,8 +781,8 @@ static int zoidfs_do_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		spin_lock(&inode->i_lock);
 		i_size_write(inode, ia->ia_size);
 		/* What the truncation removed is not to be sent again. */
-		ZI(inode)->unstable_hi = min(ZI(inode)->unstable_hi, ia->ia_size);
-		ZI(inode)->unstable_lo = min(ZI(inode)->unstable_lo, ZI(inode)->unstable_hi);
+		ZI(inode)->unstable.hi = min(ZI(inode)->unstable.hi, ia->ia_size);
+		ZI(inode)->unstable.lo = min(ZI(inode)->unstable.lo, ZI(inode)->unstable.hi);
 		spin_unlock(&inode->i_lock);
 		truncate_pagecache(inode, ia->ia_size);
 	}
@@ -979,12 +980,23 @@ static ssize_t zoidfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
  * from its page cache and commits again.
  */
 
-/* What the next commit is to cover (see struct zoidfs_inode). */
-struct zoidfs_unstable {
-	u64 verf;
-	bool mixed, direct;
-	loff_t lo, hi;
-};
+/* Merges `u` into the inode's record `r`, under i_lock. */
+static void zoidfs_merge_unstable(struct zoidfs_unstable *r, const struct zoidfs_unstable *u)
+{
+	if (!r->verf) {
+		*r = *u;
+		return;
+	}
+	r->mixed |= u->mixed || r->verf != u->verf;
+	r->direct |= u->direct;
+	if (r->lo == r->hi) {
+		r->lo = u->lo;
+		r->hi = u->hi;
+	} else if (u->lo != u->hi) {
+		r->lo = min(r->lo, u->lo);
+		r->hi = max(r->hi, u->hi);
+	}
+}
 
 /*
  * A write the ION took unstable: remember it for the next commit.  `pos`
@@ -992,42 +1004,26 @@ struct zoidfs_unstable {
  */
 static void zoidfs_note_unstable(struct inode *inode, u64 verf, loff_t pos, size_t len)
 {
-	struct zoidfs_inode *zi = ZI(inode);
-	bool direct = pos < 0;
+	struct zoidfs_unstable u = {
+		.verf = verf,
+		.direct = pos < 0,
+		.lo = pos < 0 ? 0 : pos,
+		.hi = pos < 0 ? 0 : pos + len,
+	};
 
 	spin_lock(&inode->i_lock);
-	if (!zi->unstable_verf) {
-		zi->unstable_verf = verf;
-		zi->unstable_mixed = zi->unstable_direct = false;
-		zi->unstable_lo = zi->unstable_hi = direct ? 0 : pos;
-	} else if (verf != zi->unstable_verf) {
-		zi->unstable_mixed = true;
-	}
-	if (direct) {
-		zi->unstable_direct = true;
-	} else if (zi->unstable_lo == zi->unstable_hi) {
-		zi->unstable_lo = pos;
-		zi->unstable_hi = pos + len;
-	} else {
-		zi->unstable_lo = min(zi->unstable_lo, pos);
-		zi->unstable_hi = max_t(loff_t, zi->unstable_hi, pos + len);
-	}
+	zoidfs_merge_unstable(&ZI(inode)->unstable, &u);
 	spin_unlock(&inode->i_lock);
 }
 
 /* Takes what the next commit is to cover; later writes wait for the one after. */
 static struct zoidfs_unstable zoidfs_take_unstable(struct inode *inode)
 {
-	struct zoidfs_inode *zi = ZI(inode);
 	struct zoidfs_unstable u;
 
 	spin_lock(&inode->i_lock);
-	u.verf = zi->unstable_verf;
-	u.mixed = zi->unstable_mixed;
-	u.direct = zi->unstable_direct;
-	u.lo = zi->unstable_lo;
-	u.hi = zi->unstable_hi;
-	zi->unstable_verf = 0;
+	u = ZI(inode)->unstable;
+	ZI(inode)->unstable = (struct zoidfs_unstable){};
 	spin_unlock(&inode->i_lock);
 	return u;
 }
@@ -1035,29 +1031,10 @@ static struct zoidfs_unstable zoidfs_take_unstable(struct inode *inode)
 /* Puts back what a failed commit did not cover (merged with newer writes). */
 static void zoidfs_keep_unstable(struct inode *inode, const struct zoidfs_unstable *u)
 {
-	struct zoidfs_inode *zi = ZI(inode);
-
 	if (!u->verf)
 		return;
 	spin_lock(&inode->i_lock);
-	if (!zi->unstable_verf) {
-		zi->unstable_verf = u->verf;
-		zi->unstable_mixed = u->mixed;
-		zi->unstable_direct = u->direct;
-		zi->unstable_lo = u->lo;
-		zi->unstable_hi = u->hi;
-	} else {
-		zi->unstable_mixed |= u->mixed || zi->unstable_verf != u->verf;
-		zi->unstable_direct |= u->direct;
-		/* (An empty range, lo == hi, is no range.) */
-		if (zi->unstable_lo == zi->unstable_hi) {
-			zi->unstable_lo = u->lo;
-			zi->unstable_hi = u->hi;
-		} else if (u->lo != u->hi) {
-			zi->unstable_lo = min(zi->unstable_lo, u->lo);
-			zi->unstable_hi = max(zi->unstable_hi, u->hi);
-		}
-	}
+	zoidfs_merge_unstable(&ZI(inode)->unstable, u);
 	spin_unlock(&inode->i_lock);
 }
 
@@ -1129,9 +1106,9 @@ static int zoidfs_commit(struct inode *inode, int datasync)
 		err = tries < 3 && !u.direct ? zoidfs_resend_unstable(inode, u.lo, u.hi) : -EIO;
 		zoidfs_rs_count_unstable(err != 0);
 		if (err) {
-			pr_warn_ratelimited("zoidfs: inode %llu: the ION booted again before writes%s at %lld..%lld were synced, and they could not be sent again: fsync fails (%d)\n",
+			pr_warn_ratelimited("zoidfs: inode %llu: the ION booted again before its writes were synced (%scached bytes %lld..%lld), and they cannot be sent again: fsync fails (%d)\n",
 					    (unsigned long long)inode->i_ino,
-					    u.direct ? " (direct)" : "", u.lo, u.hi, err);
+					    u.direct ? "direct writes, " : "", u.lo, u.hi, err);
 			mapping_set_error(inode->i_mapping, err);
 			break;
 		}

@@ -17,7 +17,9 @@
 # every commit back (zoidfs_commit_delay_ms): each CN's last record was
 # written but not synced, the rebooted ION answers its commit with another
 # write verifier, and the CN must write the record again (its fsync must
-# not acknowledge data the crash took).  The rebooted ION stays away at least
+# not acknowledge data the crash took); a direct (cache=none) write the
+# ION took unsynced cannot be sent again, so its fsync fails with EIO.
+# The rebooted ION stays away at least
 # ION_DOWN_S seconds more (crash-ion.pre-modules), so that probes meet it
 # down on any host: a fast one reboots a ppc32 ION within one probe's 2 s.
 . /zoid/tests/treenet-lib.sh
@@ -26,6 +28,7 @@ D=/ion-disk
 X=$D
 H=/mnt/zfs-crash
 SOFT=/mnt/zfs-soft
+DIRECT=/mnt/zfs-direct
 RECORDS=${CRASH_RECORDS:-120}
 record() { printf 'cn%s record %05d ..............\n' "$ZOID_NODE_ID" "$1"; }
 
@@ -78,6 +81,13 @@ barrier 9699
 mount -t zoidfs -o hard,cache=strict,timeo=30,retrans=0 zoidfs $H
 mkdir -p $SOFT
 mount -t zoidfs -o soft,cache=none,timeo=10,retrans=1 zoidfs $SOFT
+# A direct (cache=none) write the ION takes unsynced before its power cut:
+# this CN keeps no copy, so the fsync after the reboot must fail (EIO)
+# rather than acknowledge it.  The file itself is synced first.
+mkdir -p $DIRECT
+mount -t zoidfs -o hard,cache=none,timeo=30,retrans=0 zoidfs $DIRECT
+echo head | dd of=$DIRECT/direct-cn$ZOID_NODE_ID conv=fsync 2>/dev/null
+echo unsynced | dd of=$DIRECT/direct-cn$ZOID_NODE_ID bs=5 seek=1 conv=notrunc 2>/dev/null
 downs0=$(stat peer_down)
 barrier 9700
 # The soft prober: one write through the soft mount every half second,
@@ -109,6 +119,14 @@ lost=$(counter /sys/kernel/zoidfs/stats unstable_lost)
 echo "CN $ZOID_NODE_ID: fsyncs that wrote unsynced data again: $resent, that could not: $lost"
 [ "$resent" -ge 1 ] || { echo "no fsync met the ION's reboot between its write and its commit"; exit 1; }
 [ "$lost" = 0 ] || { echo "unsynced data was lost"; exit 1; }
+if dd if=/dev/null of=$DIRECT/direct-cn$ZOID_NODE_ID conv=notrunc,fsync 2>/tmp/direct.err; then
+  echo "fsync acknowledged a direct write the ION's reboot may have lost"; exit 1
+fi
+grep -q "Input/output error" /tmp/direct.err || { echo "direct fsync:"; cat /tmp/direct.err; exit 1; }
+[ "$(counter /sys/kernel/zoidfs/stats unstable_lost)" = 1 ] ||
+  { echo "unstable_lost: $(counter /sys/kernel/zoidfs/stats unstable_lost), not 1"; exit 1; }
+echo "CN $ZOID_NODE_ID: the direct write's fsync failed: $(cat /tmp/direct.err)"
+umount $DIRECT
 # The ION is back: let the prober see it answer again, then stop it.
 i=0
 until [ "$(tail -1 /tmp/probes | cut -d' ' -f1)" = ok ]; do
