@@ -6,9 +6,17 @@
  * module's own shim (the functions are module-local, not exported).
  * A kick may come from any context (softirq included); it is never lost:
  * the thread marks itself sleeping before it tests the pending flag.
+ *
+ * A kick may also race with the thread being stopped (a server's receiver
+ * kicking a worker that is being torn down).  The kicker reads the task
+ * pointer inside an RCU read-side section, and the stopper clears that
+ * pointer and waits for a grace period before kthread_stop() and the final
+ * put_task_struct(): a kick never wakes a freed task_struct, it only finds
+ * NULL and does nothing.
  */
 #include <linux/err.h>
 #include <linux/kthread.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
@@ -45,8 +53,11 @@ void zk_thread_stop(struct zk_thread *t)
 
 	if (!task)
 		return;
-	kthread_stop(task);
+	/* No new kick can reach the task after this... */
 	WRITE_ONCE(t->task, NULL);
+	/* ...and kicks that read it before have left their RCU sections. */
+	synchronize_rcu();
+	kthread_stop(task);
 	put_task_struct(task);
 }
 
@@ -61,9 +72,11 @@ void zk_thread_kick(struct zk_thread *t)
 	struct task_struct *task;
 
 	atomic_set(&t->pending, 1);
+	rcu_read_lock();
 	task = READ_ONCE(t->task);
 	if (task)
 		wake_up_process(task);
+	rcu_read_unlock();
 }
 
 bool zk_thread_should_stop(void)
