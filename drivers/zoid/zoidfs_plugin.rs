@@ -116,7 +116,6 @@ impl Zoidfs {
             named <- kernel::new_mutex!(KVec::new(), "zoid::zoidfs::exports"),
             relaxed,
             _recall_timer: timer,
-            // Never 0: a CN's "no unstable writes".
             verifier: boot_verifier(),
             commit_delay_ms: Atomic::new(0),
         }? Error))

@@ -1153,6 +1153,18 @@ pub(crate) extern "C" fn zoidfs_rs_count_unstable(lost: bool) {
     c.fetch_add(1, Relaxed);
 }
 
+/// `zoidfs_rs_count_reconnect()`: a stale handle looked up again by its
+/// name; `ok`: the ION answered with the same handle.
+#[no_mangle]
+pub(crate) extern "C" fn zoidfs_rs_count_reconnect(ok: bool) {
+    let c = if ok {
+        &STATS.reconnects
+    } else {
+        &STATS.reconnects_failed
+    };
+    c.fetch_add(1, Relaxed);
+}
+
 /// `zoidfs_rs_parse_recall()`: decodes upcall `function`'s `body` (a
 /// recall): 0, or `-EPROTO` for anything else and malformed bodies.
 ///

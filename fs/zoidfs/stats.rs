@@ -51,6 +51,8 @@ counters! {
         forced_umounts: "umount -f requests (umount_begin).",
         unstable_resent: "fsyncs that wrote unsynced data again: the ION had booted again since it took them (its write verifier changed).",
         unstable_lost: "fsyncs that failed with EIO: unsynced writes the rebooted ION lost were no longer cached here to send again.",
+        reconnects: "Stale handles of files made good again by looking their names up (the ION booted again and exports a subdirectory).",
+        reconnects_failed: "Stale handles a name lookup could not make good (the file is gone or was replaced): the call failed with ESTALE.",
         connect_failed: "Mounts that found no ION.",
     }
 }

@@ -188,6 +188,8 @@ void zoidfs_rs_ssi_count(int event);
 void zoidfs_rs_count_forced_umount(void);
 /* Counts unsynced writes an ION reboot lost: sent again, or (lost) not. */
 void zoidfs_rs_count_unstable(bool lost);
+/* Counts a stale handle looked up again by its name: made good (ok), or not. */
+void zoidfs_rs_count_reconnect(bool ok);
 
 /* Implemented in C (zoidfs_vfs.c), called from the module's init/exit. */
 int zoidfs_register(void);

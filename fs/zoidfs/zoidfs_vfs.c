@@ -255,6 +255,52 @@ static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a)
 	zoidfs_set_attr(inode, a, false);
 }
 
+/*
+ * After the ION booted again, the handle of a file (not a directory) under
+ * an export that is a subdirectory is stale until the ION's dcache knows
+ * the file's path again (docs/zoidfs.md, "Handles").  Looking the file's
+ * name up in its parent directory, whose handle the ION always resolves,
+ * teaches it that path.  0 when the ION answered with the inode's own
+ * handle (the same file), and a call that failed with ESTALE is worth one
+ * more try; -ESTALE otherwise (a directory, a file with no name here, or
+ * a name that is gone or names another file now).
+ */
+static int zoidfs_reconnect(struct inode *inode)
+{
+	const struct zoidfs_fh *mine = &ZI(inode)->fh;
+	struct dentry *alias, *parent;
+	struct name_snapshot name;
+	struct zoidfs_attr a;
+	struct zoidfs_fh fh;
+	int err;
+
+	if (S_ISDIR(inode->i_mode))
+		return -ESTALE;
+	alias = d_find_alias(inode);
+	if (!alias)
+		return -ESTALE;
+	parent = dget_parent(alias);
+	take_dentry_name_snapshot(&name, alias);
+	dput(alias);
+	err = zoidfs_rs_lookup(zconn(inode), &ZI(d_inode(parent))->fh, name.name.name,
+			       name.name.len, &fh, &a);
+	if (err || fh.len != mine->len || memcmp(fh.data, mine->data, fh.len))
+		err = -ESTALE;
+	release_dentry_name_snapshot(&name);
+	dput(parent);
+	zoidfs_rs_count_reconnect(!err);
+	return err;
+}
+
+/* `call` (on `inode`'s handle), once more if its handle was reconnected. */
+#define zoidfs_stale_retry(inode, call) ({				\
+	typeof(call) __ret = (call);					\
+									\
+	if (__ret == -ESTALE && !zoidfs_reconnect(inode))		\
+		__ret = (call);						\
+	__ret;								\
+})
+
 /* Fetches the attributes unless the cached ones are fresh (`force`: always). */
 static int zoidfs_revalidate(struct inode *inode, bool force)
 {
@@ -265,7 +311,7 @@ static int zoidfs_revalidate(struct inode *inode, bool force)
 	if (!force && sbi->cache != Cache_none &&
 	    time_before(jiffies, ZI(inode)->attr_time + sbi->actimeo))
 		return 0;
-	err = zoidfs_rs_getattr(&sbi->conn, &ZI(inode)->fh, &a);
+	err = zoidfs_stale_retry(inode, zoidfs_rs_getattr(&sbi->conn, &ZI(inode)->fh, &a));
 	if (!err)
 		zoidfs_apply_attr(inode, &a);
 	return err;
@@ -598,8 +644,9 @@ static int zoidfs_link(struct dentry *old, struct inode *dir, struct dentry *den
 	struct zoidfs_attr a;
 	int err;
 
-	err = zoidfs_rs_link(zconn(dir), &ZI(inode)->fh, &ZI(dir)->fh,
-			     dentry->d_name.name, dentry->d_name.len, &a);
+	err = zoidfs_stale_retry(inode, zoidfs_rs_link(zconn(dir), &ZI(inode)->fh, &ZI(dir)->fh,
+						       dentry->d_name.name, dentry->d_name.len,
+						       &a));
 	if (err)
 		return err;
 	zoidfs_apply_attr(inode, &a);
@@ -668,7 +715,8 @@ static const char *zoidfs_get_link(struct dentry *dentry, struct inode *inode,
 	buf = kmalloc(PATH_MAX, GFP_KERNEL);
 	if (!buf)
 		return ERR_PTR(-ENOMEM);
-	n = zoidfs_rs_readlink(zconn(inode), &ZI(inode)->fh, buf, PATH_MAX - 1);
+	n = zoidfs_stale_retry(inode, zoidfs_rs_readlink(zconn(inode), &ZI(inode)->fh, buf,
+							  PATH_MAX - 1));
 	if (n < 0) {
 		kfree(buf);
 		return ERR_PTR(n);
@@ -773,7 +821,7 @@ static int zoidfs_do_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		if (err)
 			return err;
 	}
-	err = zoidfs_rs_setattr(zconn(inode), &ZI(inode)->fh, &s, &a);
+	err = zoidfs_stale_retry(inode, zoidfs_rs_setattr(zconn(inode), &ZI(inode)->fh, &s, &a));
 	if (err)
 		return err;
 	if (ia->ia_valid & ATTR_SIZE) {
@@ -905,7 +953,7 @@ static unsigned int zoidfs_depth(struct zoidfs_sb *sbi, size_t count, size_t chu
 	return min_t(size_t, sbi->inflight, DIV_ROUND_UP(count, chunk));
 }
 
-static ssize_t zoidfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
+static ssize_t zoidfs_read_iter_once(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
@@ -1014,6 +1062,8 @@ static void zoidfs_note_unstable(struct inode *inode, u64 verf, loff_t pos, size
 	spin_lock(&inode->i_lock);
 	zoidfs_merge_unstable(&ZI(inode)->unstable, &u);
 	spin_unlock(&inode->i_lock);
+	/* For zoidfs_write_inode: sync(2), umount, and no eviction before. */
+	mark_inode_dirty_sync(inode);
 }
 
 /* Takes what the next commit is to cover; later writes wait for the one after. */
@@ -1036,6 +1086,7 @@ static void zoidfs_keep_unstable(struct inode *inode, const struct zoidfs_unstab
 	spin_lock(&inode->i_lock);
 	zoidfs_merge_unstable(&ZI(inode)->unstable, u);
 	spin_unlock(&inode->i_lock);
+	mark_inode_dirty_sync(inode);
 }
 
 /*
@@ -1089,7 +1140,8 @@ static int zoidfs_commit(struct inode *inode, int datasync)
 		struct zoidfs_unstable u = zoidfs_take_unstable(inode);
 		u64 verf = 0;
 
-		err = zoidfs_rs_commit(zconn(inode), &zi->fh, datasync, &verf);
+		err = zoidfs_stale_retry(inode, zoidfs_rs_commit(zconn(inode), &zi->fh, datasync,
+								 &verf));
 		if (err) {
 			/* Not committed: the next commit covers them. */
 			zoidfs_keep_unstable(inode, &u);
@@ -1117,7 +1169,66 @@ static int zoidfs_commit(struct inode *inode, int datasync)
 	return err;
 }
 
-static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
+/*
+ * Remembers whose credentials write the dirty pages back and commit the
+ * unstable writes (the flusher has none of its own).
+ */
+static void zoidfs_note_writer(struct inode *inode)
+{
+	struct zoidfs_inode *zi = ZI(inode);
+	const struct cred *old = NULL, *mine = current_cred();
+
+	if (READ_ONCE(zi->wb_cred) == mine)
+		return;
+	get_cred(mine);
+	spin_lock(&inode->i_lock);
+	old = zi->wb_cred;
+	zi->wb_cred = mine;
+	spin_unlock(&inode->i_lock);
+	if (old)
+		put_cred(old);
+}
+
+/*
+ * Write-back of the inode itself, which unstable writes dirty: sync(2),
+ * syncfs and umount (WB_SYNC_ALL) commit them, and so does the periodic
+ * flusher once the inode has been dirty a while (dirty_expire_centisecs),
+ * as NFS's do.  The flusher's other passes (memory pressure) leave the
+ * inode dirty: no commit there (the ION's fsync is costly, and zoidfs
+ * pins no pages until it), and no eviction with writes no commit covered.
+ * As the writer, whose credentials the flusher lacks.  A commit that fails
+ * keeps its record, which dirties the inode again.
+ */
+static int zoidfs_write_inode(struct inode *inode, struct writeback_control *wbc)
+{
+	const struct cred *cred = NULL, *old = NULL;
+	bool unstable;
+	int err;
+
+	spin_lock(&inode->i_lock);
+	unstable = ZI(inode)->unstable.verf;
+	if (unstable && ZI(inode)->wb_cred)
+		cred = get_cred(ZI(inode)->wb_cred);
+	spin_unlock(&inode->i_lock);
+	if (!unstable)
+		return 0;
+	if (wbc->sync_mode != WB_SYNC_ALL && !wbc->for_kupdate) {
+		if (cred)
+			put_cred(cred);
+		mark_inode_dirty_sync(inode);
+		return 0;
+	}
+	if (cred)
+		old = override_creds(cred);
+	err = zoidfs_commit(inode, 0);
+	if (cred) {
+		revert_creds(old);
+		put_cred(cred);
+	}
+	return err;
+}
+
+static ssize_t zoidfs_write_iter_once(struct kiocb *iocb, struct iov_iter *from)
 {
 	struct inode *inode = file_inode(iocb->ki_filp);
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
@@ -1226,6 +1337,24 @@ out_unlock:
 	return done ? done : err;
 }
 
+/*
+ * Reads and writes that go to the ION (cache=none, O_DIRECT): a stale
+ * handle fails them before any byte moved (a partial transfer returns its
+ * count), and they run again if the handle could be reconnected.
+ */
+static ssize_t zoidfs_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	return zoidfs_stale_retry(file_inode(iocb->ki_filp), zoidfs_read_iter_once(iocb, to));
+}
+
+static ssize_t zoidfs_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+
+	zoidfs_note_writer(inode);
+	return zoidfs_stale_retry(inode, zoidfs_write_iter_once(iocb, from));
+}
+
 static int zoidfs_fsync(struct file *file, loff_t start, loff_t end, int datasync)
 {
 	return zoidfs_commit(file_inode(file), datasync);
@@ -1243,7 +1372,8 @@ static int zoidfs_fill_folio(struct inode *inode, struct folio *folio)
 	for (off = 0; off < len; off += PAGE_SIZE) {
 		void *addr = kmap_local_folio(folio, off);
 
-		n = zoidfs_rs_read(zconn(inode), &ZI(inode)->fh, pos + off, addr, PAGE_SIZE);
+		n = zoidfs_stale_retry(inode, zoidfs_rs_read(zconn(inode), &ZI(inode)->fh,
+							     pos + off, addr, PAGE_SIZE));
 		if (n >= 0 && n < PAGE_SIZE)
 			memset(addr + n, 0, PAGE_SIZE - n);
 		kunmap_local(addr);
@@ -1333,23 +1463,6 @@ static void zoidfs_readahead(struct readahead_control *rac)
 			zoidfs_rs_read_finish(p.io[s]);
 	}
 	kvfree(buf);
-}
-
-/* Remembers whose credentials write the dirty pages back. */
-static void zoidfs_note_writer(struct inode *inode)
-{
-	struct zoidfs_inode *zi = ZI(inode);
-	const struct cred *old = NULL, *mine = current_cred();
-
-	if (READ_ONCE(zi->wb_cred) == mine)
-		return;
-	get_cred(mine);
-	spin_lock(&inode->i_lock);
-	old = zi->wb_cred;
-	zi->wb_cred = mine;
-	spin_unlock(&inode->i_lock);
-	if (old)
-		put_cred(old);
 }
 
 static int zoidfs_write_begin(const struct kiocb *iocb, struct address_space *mapping,
@@ -1445,6 +1558,47 @@ static void zoidfs_wb_end(struct zoidfs_wb *wb, unsigned int s, int err)
 		wb->error = err;
 }
 
+/*
+ * Sends run `s` again, a page per call, from its folios (their contents
+ * hold still under writeback): its handle was stale and is reconnected.
+ * Bytes written, or a negative errno.
+ */
+static ssize_t zoidfs_wb_resend(struct zoidfs_wb *wb, unsigned int s)
+{
+	struct folio **f = wb->folios + s * wb->max;
+	struct inode *inode = wb->inode;
+	size_t left = wb->pipe.len[s], done = 0;
+	loff_t pos = wb->pipe.pos[s];
+	unsigned int i;
+
+	for (i = 0; i < wb->nfolios[s] && left; i++) {
+		size_t off;
+
+		for (off = 0; off < folio_size(f[i]) && left; off += PAGE_SIZE) {
+			size_t len = min_t(size_t, left, PAGE_SIZE);
+			void *addr = kmap_local_folio(f[i], off);
+			struct zoidfs_attr a;
+			ssize_t n;
+			u64 verf;
+
+			n = zoidfs_rs_write(zconn(inode), &ZI(inode)->fh, pos + done, addr, len,
+					    false, &a, &verf);
+			kunmap_local(addr);
+			if (n < 0)
+				return done ? done : n;
+			if (n > 0) {
+				zoidfs_set_attr(inode, &a, true);
+				zoidfs_note_unstable(inode, verf, pos + done, n);
+			}
+			done += n;
+			left -= n;
+			if (n < len)
+				return done;
+		}
+	}
+	return done;
+}
+
 /* Waits for the oldest run in flight. */
 static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
 {
@@ -1454,7 +1608,9 @@ static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
 	u64 verf;
 
 	n = zoidfs_rs_write_finish(wb->pipe.io[s], &a, &verf);
-	if (n > 0) {
+	if (n == -ESTALE && !zoidfs_reconnect(wb->inode)) {
+		n = zoidfs_wb_resend(wb, s);
+	} else if (n > 0) {
 		zoidfs_set_attr(wb->inode, &a, true);
 		zoidfs_note_unstable(wb->inode, verf, wb->pipe.pos[s], n);
 	}
@@ -1587,12 +1743,26 @@ static int zoidfs_cached_open(struct inode *inode, struct file *file)
 }
 
 /* close: what this file wrote reaches the ION (errors reported here). */
+/*
+ * close: writes back, then commits what the ION took unsynced, as NFS's
+ * close does: what a close acknowledged survives an ION crash.
+ */
 static int zoidfs_cached_flush(struct file *file, fl_owner_t id)
 {
-	zoid_hook(zoidfs_close, file_inode(file)->i_ino, 0);
+	struct inode *inode = file_inode(file);
+	bool unstable;
+	int err;
+
+	zoid_hook(zoidfs_close, inode->i_ino, 0);
 	if (!(file->f_mode & FMODE_WRITE))
 		return 0;
-	return file_write_and_wait(file);
+	err = file_write_and_wait(file);
+	if (err)
+		return err;
+	spin_lock(&inode->i_lock);
+	unstable = ZI(inode)->unstable.verf;
+	spin_unlock(&inode->i_lock);
+	return unstable ? zoidfs_commit(inode, 0) : 0;
 }
 
 static ssize_t zoidfs_cached_read_iter(struct kiocb *iocb, struct iov_iter *to)
@@ -1685,7 +1855,8 @@ static int zoidfs_relaxed_open(struct inode *inode, struct file *file)
 		return err;
 	mutex_lock(&zi->open_lock);
 	if (!zi->opens) {
-		err = zoidfs_rs_open(zconn(inode), &zi->fh, inode->i_ino, &grant);
+		err = zoidfs_stale_retry(inode, zoidfs_rs_open(zconn(inode), &zi->fh, inode->i_ino,
+							       &grant));
 		if (!err && grant) {
 			/* Ours alone from now on: start from the ION's data. */
 			err = zoidfs_revalidate(inode, true);
@@ -2317,7 +2488,8 @@ static int zoidfs_xattr_get(const struct xattr_handler *handler, struct dentry *
 {
 	const char *full = xattr_full_name(handler, name);
 
-	return zoidfs_rs_getxattr(zconn(inode), &ZI(inode)->fh, full, strlen(full), buf, size);
+	return zoidfs_stale_retry(inode, zoidfs_rs_getxattr(zconn(inode), &ZI(inode)->fh, full,
+							    strlen(full), buf, size));
 }
 
 static int zoidfs_xattr_set(const struct xattr_handler *handler, struct mnt_idmap *idmap,
@@ -2328,10 +2500,13 @@ static int zoidfs_xattr_set(const struct xattr_handler *handler, struct mnt_idma
 	int err;
 
 	if (value)
-		err = zoidfs_rs_setxattr(zconn(inode), &ZI(inode)->fh, full, strlen(full),
-					 value, size, flags);
+		err = zoidfs_stale_retry(inode, zoidfs_rs_setxattr(zconn(inode), &ZI(inode)->fh,
+								   full, strlen(full), value,
+								   size, flags));
 	else
-		err = zoidfs_rs_removexattr(zconn(inode), &ZI(inode)->fh, full, strlen(full));
+		err = zoidfs_stale_retry(inode, zoidfs_rs_removexattr(zconn(inode),
+								      &ZI(inode)->fh, full,
+								      strlen(full)));
 	/* The ION changed the ctime: fetch it at the next getattr. */
 	ZI(inode)->attr_time = jiffies - ZSB(inode->i_sb)->actimeo - 1;
 	return err;
@@ -2341,7 +2516,8 @@ static ssize_t zoidfs_listxattr(struct dentry *dentry, char *buf, size_t size)
 {
 	struct inode *inode = d_inode(dentry);
 
-	return zoidfs_rs_listxattr(zconn(inode), &ZI(inode)->fh, buf, size);
+	return zoidfs_stale_retry(inode, zoidfs_rs_listxattr(zconn(inode), &ZI(inode)->fh, buf,
+							     size));
 }
 
 static const struct xattr_handler zoidfs_user_xattr = {
@@ -2455,6 +2631,7 @@ static const struct super_operations zoidfs_sops = {
 	.free_inode = zoidfs_free_inode,
 	.statfs = zoidfs_statfs,
 	.evict_inode = zoidfs_evict_inode,
+	.write_inode = zoidfs_write_inode,
 	.show_options = zoidfs_show_options,
 	.umount_begin = zoidfs_umount_begin,
 };

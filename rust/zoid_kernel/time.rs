@@ -18,8 +18,9 @@ pub(crate) fn deadline_after_ms(ms: u64) -> u64 {
 }
 
 /// The wall-clock time this kernel booted, in nanoseconds since the
-/// epoch: the same for the whole boot (module reloads included), another
-/// value after a reboot.
+/// epoch, as the kernel now reckons it: a step of the wall clock
+/// (settimeofday, NTP) moves it, so it names a boot only together with
+/// something that does not move (zoidfs's verifier uses `boot_id` first).
 pub(crate) fn boot_time_ns() -> u64 {
     let mut ts = bindings::timespec64::default();
     // SAFETY: `ts` is valid for writes; `getboottime64` has no other

@@ -4,7 +4,7 @@
 # a read that meets the end of the file mid-pipeline stops there; appends
 # go one call at a time, in order; zfsx verifies random I/O made of page-
 # sized calls; zoid's client saw the calls in flight together; fdatasync
-# and fsync reach the ION.
+# and fsync reach the ION, and so do sync(2) and close.
 . /zoid/tests/treenet-lib.sh
 unset -f stat
 Z=/sys/kernel/zoid
@@ -43,6 +43,21 @@ if [ "$ZOID_ROLE" = cn ]; then
     c0=$(counter $ZFS/stats commit)
     sync -d $D/big && sync $D/big
     [ "$(counter $ZFS/stats commit)" -ge $((c0 + 2)) ] || { zdiag; exit 1; }
+    # A file a writer holds open as its standard output (any close, even
+    # of a dup, would commit): its unsynced write dirties the inode, and
+    # sync(2) commits it.  A close commits too.
+    c0=$(counter $ZFS/stats commit)
+    (exec > $D/open-sync; echo data; exec sleep 600) &
+    writer=$!
+    until grep -q data $D/open-sync; do sleep 0.1; done
+    [ "$(counter $ZFS/stats commit)" = "$c0" ] || { echo "a commit before sync ($mode)"; zdiag; exit 1; }
+    sync
+    [ "$(counter $ZFS/stats commit)" -ge $((c0 + 1)) ] || { echo "sync did not commit ($mode)"; zdiag; exit 1; }
+    kill $writer; wait $writer || true
+    c0=$(counter $ZFS/stats commit)
+    echo more >> $D/open-sync
+    [ "$(counter $ZFS/stats commit)" -ge $((c0 + 1)) ] || { echo "close did not commit ($mode)"; zdiag; exit 1; }
+    [ "$(cat $D/open-sync)" = "$(printf 'data\nmore')" ] || { echo "open-sync ($mode)"; exit 1; }
     sync; echo 3 > /proc/sys/vm/drop_caches
     # One 4 MiB read: the end of the file comes while reads are in flight
     # (loose: readahead windows of 8 calls).
