@@ -268,26 +268,45 @@ static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a)
 static int zoidfs_reconnect(struct inode *inode)
 {
 	const struct zoidfs_fh *mine = &ZI(inode)->fh;
-	struct dentry *alias, *parent;
-	struct name_snapshot name;
+	struct zoidfs_fh *dir, fh;
+	struct dentry *alias;
 	struct zoidfs_attr a;
-	struct zoidfs_fh fh;
+	unsigned int len = 0;
+	bool named = false;
+	char *name;
 	int err;
 
 	if (S_ISDIR(inode->i_mode))
 		return -ESTALE;
-	alias = d_find_alias(inode);
-	if (!alias)
+	/*
+	 * A name and its parent's handle, copied under the locks: no dentry
+	 * reference, whose dput could be the last iput of an unlinked file
+	 * and wait for the very writeback (I_SYNC) that called us.
+	 */
+	name = kmalloc(NAME_MAX + 1 + sizeof(*dir), GFP_NOFS);
+	if (!name)
 		return -ESTALE;
-	parent = dget_parent(alias);
-	take_dentry_name_snapshot(&name, alias);
-	dput(alias);
-	err = zoidfs_rs_lookup(zconn(inode), &ZI(d_inode(parent))->fh, name.name.name,
-			       name.name.len, &fh, &a);
-	if (err || fh.len != mine->len || memcmp(fh.data, mine->data, fh.len))
-		err = -ESTALE;
-	release_dentry_name_snapshot(&name);
-	dput(parent);
+	dir = (struct zoidfs_fh *)(name + NAME_MAX + 1);
+	spin_lock(&inode->i_lock);
+	hlist_for_each_entry(alias, &inode->i_dentry, d_alias) {
+		spin_lock(&alias->d_lock);
+		if (!d_unhashed(alias) && !IS_ROOT(alias) && alias->d_name.len <= NAME_MAX) {
+			len = alias->d_name.len;
+			memcpy(name, alias->d_name.name, len);
+			/* d_parent holds still under the child's d_lock. */
+			*dir = ZI(d_inode(alias->d_parent))->fh;
+			named = true;
+		}
+		spin_unlock(&alias->d_lock);
+		if (named)
+			break;
+	}
+	spin_unlock(&inode->i_lock);
+	err = -ESTALE;
+	if (named && !zoidfs_rs_lookup(zconn(inode), dir, name, len, &fh, &a) &&
+	    fh.len == mine->len && !memcmp(fh.data, mine->data, fh.len))
+		err = 0;
+	kfree(name);
 	zoidfs_rs_count_reconnect(!err);
 	return err;
 }
@@ -1143,8 +1162,13 @@ static int zoidfs_commit(struct inode *inode, int datasync)
 		err = zoidfs_stale_retry(inode, zoidfs_rs_commit(zconn(inode), &zi->fh, datasync,
 								 &verf));
 		if (err) {
-			/* Not committed: the next commit covers them. */
-			zoidfs_keep_unstable(inode, &u);
+			/*
+			 * Not committed: the next commit covers them; unless the
+			 * file is gone on the ION (stale even by its name), and
+			 * its unsynced writes with it.
+			 */
+			if (err != -ESTALE)
+				zoidfs_keep_unstable(inode, &u);
 			break;
 		}
 		if (!u.verf || (!u.mixed && u.verf == verf))
@@ -1225,6 +1249,9 @@ static int zoidfs_write_inode(struct inode *inode, struct writeback_control *wbc
 		revert_creds(old);
 		put_cred(cred);
 	}
+	/* Writeback drops our answer: syncfs(2) reports the sb's error. */
+	if (err && wbc->sync_mode == WB_SYNC_ALL)
+		errseq_set(&inode->i_sb->s_wb_err, err);
 	return err;
 }
 
@@ -1559,8 +1586,9 @@ static void zoidfs_wb_end(struct zoidfs_wb *wb, unsigned int s, int err)
 }
 
 /*
- * Sends run `s` again, a page per call, from its folios (their contents
- * hold still under writeback): its handle was stale and is reconnected.
+ * Sends run `s` again, a page per call, from its folios (still under
+ * writeback; a folio written meanwhile is dirty again and goes in a later
+ * write-back): its handle was stale and is reconnected.
  * Bytes written, or a negative errno.
  */
 static ssize_t zoidfs_wb_resend(struct zoidfs_wb *wb, unsigned int s)
@@ -2931,16 +2959,18 @@ static void zoidfs_kill_sb(struct super_block *sb)
 		list_del_init(&sbi->relaxed_sbs);
 		mutex_unlock(&zoidfs_relaxed_lock);
 	}
-	if (sbi && sbi->coh.ops) {
-		/*
-		 * consistency=ssi: everything written back while ssi still calls
-		 * us, then no more calls (no file is open: nothing is cached
-		 * that another CN could need from us after this).
-		 */
-		if (sb->s_root)
-			sync_filesystem(sb);
+	/*
+	 * Written back and committed while the dentries are still there:
+	 * generic_shutdown_super() drops them before it syncs, and a handle
+	 * the rebooted ION finds stale is reconnected by its name.  And for
+	 * consistency=ssi, while ssi still calls us; then no more calls (no
+	 * file is open: nothing is cached that another CN could need from us
+	 * after this).
+	 */
+	if (sbi && sb->s_root)
+		sync_filesystem(sb);
+	if (sbi && sbi->coh.ops)
 		zoid_coherence_detach(&sbi->coh);
-	}
 	kill_anon_super(sb);
 	if (sbi) {
 		kfree(sbi->export);
