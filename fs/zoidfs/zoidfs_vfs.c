@@ -1770,7 +1770,6 @@ static int zoidfs_cached_open(struct inode *inode, struct file *file)
 	return zoidfs_open(inode, file);
 }
 
-/* close: what this file wrote reaches the ION (errors reported here). */
 /*
  * close: writes back, then commits what the ION took unsynced, as NFS's
  * close does: what a close acknowledged survives an ION crash.
