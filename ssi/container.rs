@@ -29,9 +29,10 @@ use kernel::prelude::*;
 use kernel::rbtree::RBTree;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{
-    new_condvar, new_mutex, new_spinlock, CondVar, CondVarTimeoutResult, Mutex, SpinLock,
+    new_condvar, new_mutex, new_spinlock, CondVar, CondVarTimeoutResult, Mutex, MutexGuard,
+    SpinLock,
 };
-use kernel::time::msecs_to_jiffies;
+use kernel::time::{msecs_to_jiffies, Jiffies};
 
 // Not core's u64 formatting: it needs soft-float helpers on 32-bit kernels.
 use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, U64};
@@ -95,6 +96,8 @@ impl Contents {
 
 /// How long a local access waits for its grant before it gives up.
 const GRANT_TIMEOUT_MS: u32 = 30_000;
+/// How often a waiting access looks at its client's give-up flag.
+const ABORT_POLL_MS: u32 = 250;
 
 /// How long a fault keeps its access by default, in microseconds (see
 /// [`Containers::linger`]; `linger_us` in sysfs).
@@ -237,6 +240,7 @@ counters! {
         flushes: "Objects written back to their set's store by flush.",
         losses_acknowledged: "Lost objects an administrator acknowledged (lost, on the ION).",
         clients_attached: "Modules that attached to a set to cache through it (zoidfs consistency=ssi mounts).",
+        aborted: "Local accesses of a client that gave up (EIO): its zoidfs mount's umount -f.",
     }
 }
 
@@ -250,6 +254,9 @@ pub(crate) struct Table {
     pub(crate) objects: RBTree<(u32, u64), Entry>,
     pub(crate) rebuild: crate::membership::Participant,
 }
+
+/// The table, locked.
+type TableGuard<'a> = MutexGuard<'a, Table>;
 
 /// A decoded message waiting to be handled (again): sender, header and
 /// the contents it carries.
@@ -691,6 +698,10 @@ impl Containers {
         };
         let key = (set, object);
         let mut left = msecs_to_jiffies(GRANT_TIMEOUT_MS);
+        if self.client_aborted(set) {
+            self.counters.aborted.fetch_add(1, Relaxed);
+            return Err(EIO);
+        }
         let mut t = self.table.lock();
         // Ask (once nothing else of this node holds or wants the object,
         // and no rebuild is under way).
@@ -770,13 +781,9 @@ impl Containers {
                 }
                 Err(_) => return Err(EIO),
             }
-            match self.changed.wait_interruptible_timeout(&mut t, left) {
-                CondVarTimeoutResult::Timeout => {
-                    self.counters.timeouts.fetch_add(1, Relaxed);
-                    return Err(ETIMEDOUT);
-                }
-                CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
-                CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+            if let Err(e) = self.wait_for_change(&mut t, set, &mut left) {
+                self.count_give_up(e);
+                return Err(e);
             }
         }
         // Wait for the grant.  Once asked, the request cannot be taken
@@ -801,30 +808,57 @@ impl Containers {
                 e.abandoned = true;
                 return Err(EHOSTUNREACH);
             }
-            let r = self.changed.wait_interruptible_timeout(&mut t, left);
-            let gave_up = match r {
-                CondVarTimeoutResult::Timeout => Some(ETIMEDOUT),
-                CondVarTimeoutResult::Signal { .. } => Some(EINTR),
-                CondVarTimeoutResult::Woken { jiffies } => {
-                    left = jiffies;
-                    None
-                }
-            };
-            if let Some(err) = gave_up {
+            if let Err(err) = self.wait_for_change(&mut t, set, &mut left) {
                 let Some(e) = t.objects.get_mut(&key) else {
                     return Err(err);
                 };
                 if e.coh.held() == Some(access) {
                     break;
                 }
-                if err == ETIMEDOUT {
-                    self.counters.timeouts.fetch_add(1, Relaxed);
-                }
                 e.abandoned = true;
+                self.count_give_up(err);
                 return Err(err);
             }
         }
         Ok(())
+    }
+
+    /// One wait of an access for `changed`: at most `left` jiffies (what
+    /// is left of them is written back), in slices of `ABORT_POLL_MS` so
+    /// that a client's give-up is seen.  `ETIMEDOUT` once `left` ran out,
+    /// `EINTR` on a signal, `EIO` once the client gave up (the caller
+    /// counts, with [`Containers::count_give_up`], if it does give up).
+    fn wait_for_change(&self, t: &mut TableGuard<'_>, set: u32, left: &mut Jiffies) -> Result {
+        let slice = (*left).min(msecs_to_jiffies(ABORT_POLL_MS));
+        let unslept = match self.changed.wait_interruptible_timeout(t, slice) {
+            CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
+            CondVarTimeoutResult::Timeout => 0,
+            CondVarTimeoutResult::Woken { jiffies } => jiffies,
+        };
+        *left = left.saturating_sub(slice.saturating_sub(unslept));
+        if self.client_aborted(set) {
+            return Err(EIO);
+        }
+        if *left == 0 {
+            return Err(ETIMEDOUT);
+        }
+        Ok(())
+    }
+
+    /// Counts an access that gave up waiting with `err`.
+    fn count_give_up(&self, err: Error) {
+        if err == ETIMEDOUT {
+            self.counters.timeouts.fetch_add(1, Relaxed);
+        } else if err == EIO {
+            self.counters.aborted.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Whether the client attached to `set` (a zoidfs mount) gave up.
+    /// Takes `sets` (after the table, if the caller holds it).
+    fn client_aborted(&self, set: u32) -> bool {
+        let client = self.sets.lock().get(&set).and_then(|d| d.client.clone());
+        client.is_some_and(|c| c.aborted())
     }
 
     /// Runs `f` on the contents of a held object (taken from processes

@@ -29,8 +29,9 @@
 use kernel::bindings;
 use kernel::prelude::*;
 
-use kernel::sync::{new_mutex, Mutex};
+use kernel::sync::{new_mutex, new_spinlock, Mutex, SpinLock};
 
+use crate::zoid_kernel::abort::AbortFlag;
 use crate::zoid_kernel::coherence::Client;
 use crate::zoid_kernel::sysfs::SysfsWriter;
 use crate::zoid_kernel::vfs::{CPath, Export, File};
@@ -183,6 +184,11 @@ pub(crate) struct ClientLinker {
     /// detaching waits for the one running.
     #[pin]
     client: Mutex<Option<Client>>,
+    /// The client's give-up flag (`umount -f`), `None` once detached (the
+    /// flag may go with the client); a spinlock, not the client's mutex,
+    /// so that a hold can look at it while a callback runs.
+    #[pin]
+    abort: SpinLock<Option<AbortFlag>>,
 }
 
 impl ClientLinker {
@@ -191,18 +197,28 @@ impl ClientLinker {
         inner: kernel::sync::Arc<dyn IoLinker>,
         client: Client,
     ) -> Result<kernel::sync::Arc<Self>> {
+        let abort = client.abort_flag();
         kernel::sync::Arc::pin_init(
             pin_init!(Self {
                 inner,
                 client <- new_mutex!(Some(client), "ssi::client"),
+                abort <- new_spinlock!(abort, "ssi::client_abort"),
             }),
             GFP_KERNEL,
         )
     }
 
-    /// No callback runs after this returns.
+    /// No callback runs, and the give-up flag is not read, after this
+    /// returns.
     pub(crate) fn detach(&self) {
+        *self.abort.lock() = None;
         *self.client.lock() = None;
+    }
+
+    /// Whether the client gave up (its mount's `umount -f`): its accesses
+    /// fail instead of waiting.
+    pub(crate) fn aborted(&self) -> bool {
+        self.abort.lock().as_ref().is_some_and(AbortFlag::is_set)
     }
 
     fn with_client(&self, f: impl FnOnce(&Client)) {
@@ -342,6 +358,7 @@ mod tests {
                 Some(heard_insert),
                 Some(heard_invalidate),
                 Some(heard_export),
+                core::ptr::null(),
             )
         };
         let inner: kernel::sync::Arc<dyn IoLinker> =
@@ -363,6 +380,32 @@ mod tests {
         l.invalidate(5);
         l.export(7, &[1], &mut out).unwrap();
         assert_eq!(heard(), 0);
+    }
+
+    /// A client's give-up flag (`umount -f`) is read while it is
+    /// attached, and no more once it detached.
+    #[test]
+    fn client_linker_reads_the_give_up_flag_until_detached() {
+        let flag = kernel::sync::atomic::Atomic::new(0i32);
+        // SAFETY: no callbacks; `flag` outlives the linker's use of it
+        // (it is detached below, before `flag` goes).
+        let client = unsafe {
+            Client::new(
+                core::ptr::null_mut(),
+                None,
+                None,
+                None,
+                core::ptr::from_ref(&flag).cast(),
+            )
+        };
+        let inner: kernel::sync::Arc<dyn IoLinker> =
+            kernel::sync::Arc::new(MemoryLinker, GFP_KERNEL).unwrap();
+        let l = ClientLinker::new(inner, client).unwrap();
+        assert!(!l.aborted());
+        flag.store(1, kernel::sync::atomic::Relaxed);
+        assert!(l.aborted());
+        l.detach();
+        assert!(!l.aborted());
     }
 
     /// The default export/import move the bytes unchanged, and import

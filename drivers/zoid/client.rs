@@ -18,6 +18,7 @@
 
 use crate::stats::Stats;
 use crate::treenet;
+pub(crate) use crate::zoid_kernel::abort::AbortFlag;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
 use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns};
 use crate::zoid_proto::version::SUITE_VERSION;
@@ -65,38 +66,6 @@ impl Args<'_> {
             Args::Kernel(a) => a.len(),
             Args::User(_, n) => *n,
         }
-    }
-}
-
-/// A caller's flag (a C `atomic_t`) that makes its calls give up once it
-/// is nonzero: zoidfs sets one per mount on `umount -f`.
-#[derive(Clone, Copy)]
-pub(crate) struct AbortFlag(core::ptr::NonNull<i32>);
-
-// SAFETY: the flag is only read, atomically (`atomic_load`), from any
-// thread; its owner keeps it alive while calls that use it are in flight
-// (the contract of `AbortFlag::new`).
-unsafe impl Send for AbortFlag {}
-// SAFETY: as for `Send`: shared access is atomic reads only.
-unsafe impl Sync for AbortFlag {}
-
-impl AbortFlag {
-    /// The flag at `ptr` (a C `atomic_t`), or `None` for a null pointer.
-    ///
-    /// # Safety
-    ///
-    /// `ptr` is null or points to an `atomic_t` that is only written
-    /// atomically and stays valid until every call given this flag has
-    /// been waited for or dropped.
-    pub(crate) unsafe fn new(ptr: *const c_void) -> Option<Self> {
-        core::ptr::NonNull::new(ptr.cast_mut().cast::<i32>()).map(Self)
-    }
-
-    /// Whether the owner asked its calls to give up.
-    pub(crate) fn is_set(&self) -> bool {
-        // SAFETY: `self.0` is valid, aligned and written only atomically
-        // (`AbortFlag::new`'s contract).
-        unsafe { kernel::sync::atomic::atomic_load(self.0.as_ptr(), Relaxed) != 0 }
     }
 }
 

@@ -2475,6 +2475,8 @@ static int zoidfs_ssi_attach(struct fs_context *fc, struct zoidfs_sb *sbi)
 		.insert = zoidfs_ssi_insert,
 		.invalidate = zoidfs_ssi_invalidate,
 		.export = zoidfs_ssi_export,
+		/* umount -f: page holds give up too (valid until detach). */
+		.abort = &sbi->conn.abort,
 	};
 	const char *set = sbi->ssi_set;
 	int err = zoid_coherence_attach(set, strlen(set), &client, &sbi->coh);
@@ -2642,7 +2644,8 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 
 /*
  * umount -f: the mount's calls in flight give up with EIO (a hard mount's
- * too, within 250 ms) and so do all that follow, so that the unmount
+ * too, within 250 ms) and so do all that follow, consistency=ssi's waits
+ * for a page's object included (ssi polls the same flag), so that the unmount
  * itself cannot hang on a dead ION.  Data not yet on the ION is lost (its
  * writers saw EIO).  If the unmount then fails (EBUSY: files still open),
  * the mount stays dead: every call fails until it is unmounted.

@@ -10,6 +10,7 @@
 //! callbacks ([`Client`]), which ssi calls when this node's copy of an
 //! object arrives, leaves or is sent.
 
+use super::abort::AbortFlag;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -25,6 +26,7 @@ struct RawClient {
     insert: ObjectFn,
     invalidate: ObjectFn,
     export: ObjectFn,
+    abort: *const c_void,
 }
 
 /// A client's callbacks (zoidfs's), valid until the provider's `detach`
@@ -45,19 +47,31 @@ impl Client {
     /// # Safety
     ///
     /// The callbacks are safe to call from any thread with `ctx` and any
-    /// object id, until the provider has detached the client.
+    /// object id, until the provider has detached the client; `abort` is
+    /// null or an `atomic_t`, written only atomically, valid that long.
     pub(crate) unsafe fn new(
         ctx: *mut c_void,
         insert: ObjectFn,
         invalidate: ObjectFn,
         export: ObjectFn,
+        abort: *const c_void,
     ) -> Self {
         Self(RawClient {
             ctx,
             insert,
             invalidate,
             export,
+            abort,
         })
+    }
+
+    /// The client's give-up flag (`umount -f`), if it has one.  Valid,
+    /// like the callbacks, until the provider has detached the client:
+    /// the provider reads it only while the client is attached.
+    pub(crate) fn abort_flag(&self) -> Option<AbortFlag> {
+        // SAFETY: the client's contract (`Client::new`, zoid_coherence.h):
+        // null or an atomic `atomic_t` valid until it detaches.
+        unsafe { AbortFlag::new(self.0.abort) }
     }
 
     fn call(&self, f: ObjectFn, object: u64) {

@@ -20,6 +20,7 @@
 
 #![allow(dead_code)]
 
+pub(crate) mod abort;
 pub(crate) mod coherence;
 pub(crate) mod cred;
 pub(crate) mod hooks;

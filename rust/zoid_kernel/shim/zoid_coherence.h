@@ -39,6 +39,12 @@ struct zoid_coherence_client {
 	void (*invalidate)(void *ctx, u64 object);
 	/* `object` is being sent to another node (this node may keep a copy). */
 	void (*export)(void *ctx, u64 object);
+	/*
+	 * NULL, or the client's give-up flag (zoidfs: the mount's umount -f),
+	 * valid until the client detaches: once it is nonzero, the client's
+	 * holds fail with -EIO instead of waiting (within 250 ms).
+	 */
+	const atomic_t *abort;
 };
 
 /* The provider's side (ssi).  Every function may sleep. */
