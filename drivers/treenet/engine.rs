@@ -154,6 +154,7 @@ counters! {
         drop_nomem: "Messages dropped: out of memory.",
         drop_bad_hello: "Hellos dropped: malformed or from another pset.",
         drop_hello_flood: "Hellos dropped: too many new neighbours not up yet.",
+        drop_hello_moved: "Hellos dropped: a live neighbour's id heard on another link.",
         drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
         inject_drop: "Frames dropped by fault injection.",
         inject_dup: "Frames duplicated by fault injection.",
@@ -1572,9 +1573,18 @@ impl Inner {
             }
         };
         if h.kind == Kind::Hello {
-            if self.authentic(s, seal, Session::NONE, frame) {
-                self.handle_hello(s, li, mac, h.src, payload, now);
+            if !self.authentic(s, seal, Session::NONE, frame) {
+                return;
             }
+            if self.live_on_another_link(k, h.src, li, now) {
+                // A neighbour that is up and heard on its own link does not
+                // move: this hello is a forgery or a second cable to the
+                // same node.  Its session stays; once that link has been
+                // silent for peer_timeout_ms the node may come up here.
+                count(&s.drop_hello_moved);
+                return;
+            }
+            self.handle_hello(s, li, mac, h.src, payload, now);
             return;
         }
         if h.dst != self.node_id {
@@ -1605,6 +1615,16 @@ impl Inner {
             Kind::Data => self.handle_data(k, s, ni, h.lane, h.seq, h.flags, payload),
             Kind::Hello => {}
         }
+    }
+
+    /// Whether `node` is an up neighbour on another link than `li`, heard
+    /// there within `peer_timeout_ms`.
+    fn live_on_another_link(&self, k: &Knobs, node: u16, li: usize, now: u64) -> bool {
+        let timeout_ns = u64::from(k.peer_timeout_ms.load(Relaxed)) * 1_000_000;
+        self.neighbor(node).is_some_and(|ni| {
+            let n = &self.neighbors[ni];
+            n.link != li && n.up && now.saturating_sub(n.last_rx_ns) <= timeout_ns
+        })
     }
 
     /// The session of frames to neighbour `ni`: our epoch on its link, then

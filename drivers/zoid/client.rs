@@ -18,7 +18,7 @@
 
 use crate::stats::Stats;
 use crate::treenet;
-pub(crate) use crate::zoid_kernel::abort::AbortFlag;
+use crate::zoid_kernel::abort::AbortFlag;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
 use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns};
 use crate::zoid_proto::version::SUITE_VERSION;

@@ -5,8 +5,9 @@
 //! credentials.  A reply crosses the boundary as an opaque, boxed
 //! [`CallReply`] that the consumer reads and frees.
 
-use crate::client::{AbortFlag, Args, CallReply, InFlight, UpcallFn};
+use crate::client::{Args, CallReply, InFlight, UpcallFn};
 use crate::devzoid;
+use crate::zoid_kernel::abort::AbortFlag;
 use crate::zoid_kernel::cred::Creds;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;

@@ -2,7 +2,7 @@
 /*
  * tnflood: hostile input for treenet, from a guest.
  *
- *   tnflood IFACE FRAMES [SEED [CAPTURE_MS]]
+ *   tnflood IFACE FRAMES [SEED [CAPTURE_MS [HIJACK_NODE]]]
  *
  * Listens on IFACE for CAPTURE_MS (default 3000) and keeps up to 64 valid
  * treenet frames (version 1, good crc32c; or authenticated, whole) as
@@ -19,7 +19,10 @@
  *   replay     a captured frame, unchanged (a duplicate);
  *   flipped    a captured frame with 1..3 bits flipped (bad checksum);
  *   mutated    a captured frame with one field or payload byte changed,
- *              checksum fixed (deep paths: windows, reassembly, hellos).
+ *              checksum fixed (deep paths: windows, reassembly, hellos);
+ *   hijack     (with HIJACK_NODE) a captured hello whose sender is made
+ *              HIJACK_NODE, checksum fixed: another node's id claimed on
+ *              this link, which must not take that node's session over.
  *
  * Frames go to the MAC captured frames came from (the neighbour), else to
  * the broadcast address.  Deterministic for a seed.  Prints one line:
@@ -48,9 +51,10 @@
 #define MAX_FRAME 1514
 #define MAX_TEMPLATES 64
 
-enum { JUNK, TRUNCATED, OVERSIZED, FORGED, MSGHDR, REPLAY, FLIPPED, MUTATED, KINDS };
+enum { JUNK, TRUNCATED, OVERSIZED, FORGED, MSGHDR, REPLAY, FLIPPED, MUTATED, HIJACK, KINDS };
 static const char *const kind_name[KINDS] = {
 	"junk", "truncated", "oversized", "forged", "msghdr", "replay", "flipped", "mutated",
+	"hijack",
 };
 
 static uint64_t rng_state;
@@ -147,6 +151,13 @@ struct template {
 
 static struct template tpl[MAX_TEMPLATES];
 static int ntpl;
+/* The captured hellos (indexes into tpl), and the node id hijack frames
+ * claim (-1: no hijack frames). */
+static int hello_tpl[MAX_TEMPLATES];
+static int nhello;
+static long hijack_node = -1;
+
+#define TN_KIND_HELLO 1	/* the kind byte's high nibble */
 
 static long now_ms(void)
 {
@@ -178,6 +189,9 @@ static void capture(int s, long ms, const uint8_t *mac, uint8_t *peer, int *have
 		}
 		memcpy(tpl[ntpl].b, b, (size_t)n);
 		tpl[ntpl].len = (size_t)n;
+		/* Hellos sealed by checksum can be re-sealed under another id. */
+		if (b[ETH_HDR + 1] >> 4 == TN_KIND_HELLO && !(b[ETH_HDR + 1] & TN_FLAG_MAC))
+			hello_tpl[nhello++] = ntpl;
 		ntpl++;
 	}
 }
@@ -188,9 +202,11 @@ static size_t build(uint8_t *f, int *kind)
 {
 	uint8_t *tn = f + ETH_HDR;
 	size_t plen, len;
-	int k = (int)below(KINDS);
+	int k = (int)below(hijack_node < 0 ? HIJACK : KINDS);
 
-	if (ntpl == 0 && k >= REPLAY)
+	if (ntpl == 0 && k >= REPLAY && k < HIJACK)
+		k = FORGED;
+	if (k == HIJACK && nhello == 0)
 		k = FORGED;
 	*kind = k;
 	switch (k) {
@@ -226,6 +242,14 @@ static size_t build(uint8_t *f, int *kind)
 		if (k == OVERSIZED)
 			put16(tn + 6, (uint16_t)(9000 + below(65536 - 9000)));
 		return ETH_HDR + TN_HDR + plen;
+	case HIJACK: {
+		const struct template *t = &tpl[hello_tpl[below(nhello)]];
+
+		memcpy(tn, t->b + ETH_HDR, t->len - ETH_HDR);
+		put16(tn + 2, (uint16_t)hijack_node);
+		seal(tn, be16(tn + 6));
+		return t->len;
+	}
 	default:
 		break;
 	}
@@ -269,13 +293,15 @@ int main(int argc, char **argv)
 	long capture_ms = 3000, t0, dt;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: tnflood IFACE FRAMES [SEED [CAPTURE_MS]]\n");
+		fprintf(stderr, "usage: tnflood IFACE FRAMES [SEED [CAPTURE_MS [HIJACK_NODE]]]\n");
 		return 2;
 	}
 	frames = strtoul(argv[2], NULL, 0);
 	rng_state = argc > 3 ? strtoull(argv[3], NULL, 0) | 1 : 0x9e3779b97f4a7c15ULL;
 	if (argc > 4)
 		capture_ms = strtol(argv[4], NULL, 0);
+	if (argc > 5)
+		hijack_node = strtol(argv[5], NULL, 0) & 0xffff;
 	crc_init();
 	s = socket(AF_PACKET, SOCK_RAW, htons(ETHERTYPE_TREENET));
 	if (s < 0) {

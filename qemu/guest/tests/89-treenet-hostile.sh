@@ -1,8 +1,9 @@
 # Hostile input: CN 1 captures a few valid treenet frames, then floods its
 # ION with junk, truncated, oversized, forged and bit-flipped frames and
-# with replays of the captured ones, mutated (tools/treenet/tnflood.c).
-# The ION must keep serving: afterwards every node moves verified messages
-# both ways, KASAN, lockdep and kmemleak stay silent (the harness checks
+# with replays of the captured ones, mutated, and (with 2 CNs) with its
+# own hellos in CN 2's name (tools/treenet/tnflood.c).
+# The ION must keep serving: CN 2 keeps its session throughout, afterwards
+# every node moves verified messages both ways, KASAN, lockdep and kmemleak stay silent (the harness checks
 # the console), and the ION's counters show the drops by reason.
 # FLOOD_FRAMES (environment) sets the flood's size: 1e6 by default (ppc32:
 # about 130 s), 2e4 under KASAN (the emulated x86_64 debug kernel takes
@@ -12,15 +13,24 @@ frames=${FLOOD_FRAMES:-1000000}
 [ -z "$KASAN" ] || frames=${FLOOD_FRAMES:-20000}
 drops="drop_truncated drop_oversized drop_bad_version drop_bad_checksum drop_bad_kind \
 drop_unknown_node drop_not_for_us drop_out_of_window drop_msg_too_long drop_reassembly \
-drop_no_route drop_no_channel drop_bad_hello drop_hello_flood drop_bad_control duplicates"
+drop_no_route drop_no_channel drop_bad_hello drop_hello_flood drop_hello_moved drop_bad_control \
+duplicates"
 snapshot() { for c in $drops; do echo "$c $(stat $c)"; done; }
 [ "$ZOID_ROLE" = ion ] && snapshot > /tmp/hostile-before
+downs=$(stat peer_down)
 barrier 772
 flood_from_cn1 "$frames" 7 3000
 barrier 773
 # Forged hellos may have restarted sessions or announced nodes that do not
 # exist: give them peer_timeout_ms to settle, then everything must work.
 sleep $(( $(cat $T/peer_timeout_ms) / 1000 + 2 ))
+# The other CNs' sessions lived through the flood: neither the flood's
+# load on the ION nor CN 1's hellos claiming CN 2's id (which a live
+# neighbour's hellos from another link must not do) took their ION down.
+if [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE" != cn1 ] && [ "$(stat peer_down)" != "$downs" ]; then
+  echo "$ZOID_NODE lost its ION during CN 1's flood: peer_down $downs -> $(stat peer_down)"
+  diag; exit 1
+fi
 barrier 774
 if [ "$ZOID_ROLE" = ion ]; then
   for cn in $(seq 1 "$ZOID_CNS"); do
@@ -47,6 +57,11 @@ if [ "$ZOID_ROLE" = ion ]; then
     [ "$(stat $c)" -gt "$b" ] || { echo "no $c counted"; exit 1; }
   done
   [ "$total" -gt 1000 ]
+  # CN 1's hellos in CN 2's name were refused, not taken for a move.
+  if [ "$ZOID_CNS" -ge 2 ]; then
+    b=$(awk '$1 == "drop_hello_moved" { print $2 }' /tmp/hostile-before)
+    [ "$(stat drop_hello_moved)" -gt "$b" ] || { echo "no drop_hello_moved counted"; exit 1; }
+  fi
   # Forged hellos left no neighbour behind: only the real ones remain.
   pending=$(awk 'NR > 1 && $5 != "up"' $T/peers | wc -l)
   [ "$pending" = 0 ] || { echo "$pending neighbours not up left:"; cat $T/peers; exit 1; }

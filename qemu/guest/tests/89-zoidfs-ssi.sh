@@ -46,11 +46,7 @@ fi
 barrier 790
 if [ "$ZOID_ROLE" = cn ]; then
   mkdir -p $M
-  i=0
-  until grep -q "^90 zoidfs 64 memory$" $S/sets; do
-    i=$((i + 1)); [ $i -le 50 ] || fail "the ION's set is not known here"
-    sleep 0.1
-  done
+  wait_for_set "90 zoidfs 64 memory" || fail "no set 90"
   must_fail_mount "use it with cache=strict or cache=loose" consistency=ssi,cache=none ||
     fail "cache=none accepted"
   must_fail_mount "no ssi set \"nosuch\" here" consistency=ssi,ssi_set=nosuch ||

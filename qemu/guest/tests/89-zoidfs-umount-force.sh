@@ -43,11 +43,7 @@ for mode in serial relaxed ssi; do
     echo 5000 > $Z/timeout_ms
     mkdir -p $H
     if [ $mode = ssi ]; then
-      i=0
-      until grep -q "^91 zforce 64 memory$" $S/sets; do
-        i=$((i + 1)); [ $i -le 50 ] || { echo "the ION's set is not known here"; exit 1; }
-        sleep 0.1
-      done
+      wait_for_set "91 zforce 64 memory" || exit 1
     fi
     mount -t zoidfs -o hard,timeo=20,retrans=0,$opts zoidfs $H
     echo "acknowledged by close" > $cn_file

@@ -33,13 +33,25 @@ expect_fail() {
   echo "$out" | grep -q "($want)\$" || { echo "expected errno $want: $out"; return 1; }
 }
 
+# wait_for_set <line>: waits up to 5 s until this node's ssi lists a set
+# the ION defined (<line> as /sys/kernel/ssi/sets prints it).
+wait_for_set() {
+  _i=0
+  until grep -q "^$1\$" /sys/kernel/ssi/sets; do
+    _i=$((_i + 1))
+    [ $_i -le 50 ] || { echo "the ION's set '$1' is not known here"; return 1; }
+    sleep 0.1
+  done
+}
+
 # barrier <tag>: every node of the pset meets here.
 barrier() { st barrier "$1" "$ZOID_CNS" > /dev/null; }
 
 # flood_from_cn1 <frames> <seed> <capture_ms>: CN 1 keeps the treenet
 # frames it sees for capture_ms while the ION sends it data, then floods
 # the ION with <frames> hostile ones made from them (tools/treenet/
-# tnflood.c); the other CNs do nothing.
+# tnflood.c); the other CNs do nothing.  With a second CN, some of the
+# frames are CN 1's hellos claiming to come from CN 2 (node 2).
 flood_from_cn1() {
   if [ "$ZOID_ROLE" = ion ]; then
     # (The flood may start before the last ones are answered.)
@@ -48,7 +60,8 @@ flood_from_cn1() {
       st send 1 4096 2 > /dev/null 2>&1 || true; sleep 0.5; _t=$((_t + 1))
     done
   elif [ "$ZOID_NODE" = cn1 ]; then
-    /zoid/bin/tnflood "$(awk 'NR == 1 { print $1 }' $T/links)" "$1" "$2" "$3"
+    _victim=; [ "$ZOID_CNS" -lt 2 ] || _victim=2
+    /zoid/bin/tnflood "$(awk 'NR == 1 { print $1 }' $T/links)" "$1" "$2" "$3" $_victim
   fi
 }
 
