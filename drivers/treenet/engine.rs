@@ -88,6 +88,8 @@ pub(crate) struct Knobs {
     pub(crate) grant_slots: Atomic<u32>,
     /// Fault injection on transmit, parts per million.
     pub(crate) drop_ppm: Atomic<u32>,
+    /// Frames lost in a row each time `drop_ppm` drops one (burst loss).
+    pub(crate) drop_burst: Atomic<u32>,
     /// Duplicated frames, parts per million.
     pub(crate) dup_ppm: Atomic<u32>,
     /// Reordered frames, parts per million.
@@ -107,6 +109,7 @@ impl Knobs {
             max_msg_size: Atomic::new((4 << 20) + 1024),
             grant_slots: Atomic::new(2),
             drop_ppm: Atomic::new(0),
+            drop_burst: Atomic::new(1),
             dup_ppm: Atomic::new(0),
             reorder_ppm: Atomic::new(0),
         }
@@ -297,6 +300,8 @@ struct Inner {
     next_msg_id: u32,
     loop_frames: KVec<KVec<u8>>,
     held: Option<(usize, Mac, KVec<u8>)>,
+    /// Frames still to drop in the current injected loss burst.
+    burst_left: u32,
     last_hello_ns: u64,
     hello_now: bool,
     events: KVec<Event>,
@@ -501,6 +506,7 @@ impl Treenet {
             next_msg_id: random_u32(),
             loop_frames: KVec::new(),
             held: None,
+            burst_left: 0,
             last_hello_ns: 0,
             hello_now: true,
             events: KVec::new(),
@@ -1326,8 +1332,13 @@ impl Inner {
         let dup_ppm = k.dup_ppm.load(Relaxed);
         let reorder_ppm = k.reorder_ppm.load(Relaxed);
         if drop_ppm | dup_ppm | reorder_ppm != 0 {
-            let r = random_u32() % 1_000_000;
-            if r < drop_ppm {
+            if self.burst_left > 0 {
+                self.burst_left -= 1;
+                count(&s.inject_drop);
+                return;
+            }
+            if random_u32() % 1_000_000 < drop_ppm {
+                self.burst_left = k.drop_burst.load(Relaxed).saturating_sub(1);
                 count(&s.inject_drop);
                 return;
             }

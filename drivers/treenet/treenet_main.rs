@@ -286,6 +286,7 @@ knob!(
 );
 knob!(show_grant_slots, store_grant_slots, grant_slots, 1, 64);
 knob!(show_drop_ppm, store_drop_ppm, drop_ppm, 0, 1_000_000);
+knob!(show_drop_burst, store_drop_burst, drop_burst, 1, 1000);
 knob!(show_dup_ppm, store_dup_ppm, dup_ppm, 0, 1_000_000);
 knob!(
     show_reorder_ppm,
@@ -373,7 +374,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 28] = [
+static ATTRS: [Attribute<Ctx>; 29] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -395,6 +396,7 @@ static ATTRS: [Attribute<Ctx>; 28] = [
     Attribute::rw(c"max_msg_size", show_max_msg, store_max_msg),
     Attribute::rw(c"grant_slots", show_grant_slots, store_grant_slots),
     Attribute::rw(c"drop_ppm", show_drop_ppm, store_drop_ppm),
+    Attribute::rw(c"drop_burst", show_drop_burst, store_drop_burst),
     Attribute::rw(c"dup_ppm", show_dup_ppm, store_dup_ppm),
     Attribute::rw(c"reorder_ppm", show_reorder_ppm, store_reorder_ppm),
     Attribute::rw(c"selftest", show_selftest, store_selftest),
