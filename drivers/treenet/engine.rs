@@ -1587,6 +1587,9 @@ impl Inner {
             if !self.authentic(s, seal, Session::NONE, frame) {
                 return;
             }
+            let Some(hello) = self.hello_for_us(s, li, h.src, payload) else {
+                return;
+            };
             if self.live_on_another_link(k, h.src, li, now) {
                 // A neighbour that is up and heard on its own link does not
                 // move: this hello is a forgery or a second cable to the
@@ -1595,7 +1598,7 @@ impl Inner {
                 count(&s.drop_hello_moved);
                 return;
             }
-            self.handle_hello(s, li, mac, h.src, payload, now);
+            self.handle_hello(s, li, mac, h.src, hello, now);
             return;
         }
         if h.dst != self.node_id {
@@ -1670,21 +1673,20 @@ impl Inner {
         }
     }
 
-    fn handle_hello(&mut self, s: &Stats, li: usize, mac: Mac, src: u16, payload: &[u8], now: u64) {
-        let Some(hello) = Hello::decode(payload) else {
-            count(&s.drop_bad_hello);
-            return;
-        };
-        if hello.pset != self.pset {
-            count(&s.drop_bad_hello);
-            return;
-        }
+    /// The hello in `payload` from `src` on link `li`, if it is well formed,
+    /// of this pset and not in this node's own name; else counted and None.
+    fn hello_for_us(&self, s: &Stats, li: usize, src: u16, payload: &[u8]) -> Option<Hello> {
+        let hello = Hello::decode(payload).filter(|h| h.pset == self.pset);
         let loopback = matches!(self.links.get(li), Some(Some(Link::Loopback)));
-        if src == self.node_id && !loopback {
-            // Our own id from elsewhere: a misconfigured pset.
+        // Our own id from elsewhere is a misconfigured pset.
+        if hello.is_none() || (src == self.node_id && !loopback) {
             count(&s.drop_bad_hello);
-            return;
+            return None;
         }
+        hello
+    }
+
+    fn handle_hello(&mut self, s: &Stats, li: usize, mac: Mac, src: u16, hello: Hello, now: u64) {
         if let Some(ni) = self.neighbor(src) {
             if self.neighbors[ni].link != li || self.neighbors[ni].epoch != hello.epoch {
                 // Restarted or moved: a new session.

@@ -20,9 +20,10 @@
  *   flipped    a captured frame with 1..3 bits flipped (bad checksum);
  *   mutated    a captured frame with one field or payload byte changed,
  *              checksum fixed (deep paths: windows, reassembly, hellos);
- *   hijack     (with HIJACK_NODE) a captured hello whose sender is made
- *              HIJACK_NODE, checksum fixed: another node's id claimed on
- *              this link, which must not take that node's session over.
+ *   hijack     (with HIJACK_NODE) a captured hello (the neighbour's: a
+ *              packet socket sees incoming frames only) whose sender is
+ *              made HIJACK_NODE, checksum fixed: another node's id claimed
+ *              on this link, which must not take that node's session over.
  *
  * Frames go to the MAC captured frames came from (the neighbour), else to
  * the broadcast address.  Deterministic for a seed.  Prints one line:

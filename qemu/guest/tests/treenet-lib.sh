@@ -51,7 +51,7 @@ barrier() { st barrier "$1" "$ZOID_CNS" > /dev/null; }
 # frames it sees for capture_ms while the ION sends it data, then floods
 # the ION with <frames> hostile ones made from them (tools/treenet/
 # tnflood.c); the other CNs do nothing.  With a second CN, some of the
-# frames are CN 1's hellos claiming to come from CN 2 (node 2).
+# frames are the ION's captured hellos re-sealed in CN 2's name (node 2).
 flood_from_cn1() {
   if [ "$ZOID_ROLE" = ion ]; then
     # (The flood may start before the last ones are answered.)
