@@ -13,7 +13,9 @@
 #   make host-test                   cargo test of the no_std protocol crate
 #   make soak                        minutes of mixed zoidfs load on a debug pset
 #                                    (SOAK_SECONDS=600, SOAK_PROCS=4 per CN): throughput
-#                                    per interval, no decay, no splat, no leak
+#                                    per interval, no decay, no splat, no leak; then
+#                                    SOAK_FLOOD_FRAMES=1000000 hostile frames from CN 1
+#                                    in rounds of 89-treenet-hostile (0: no flood)
 #   make sim                         discrete-event simulation of treenet, zoid and ssi at scale
 #                                    (zoid_proto's real code, up to 256 CNs) and of
 #                                    ssi containers on up to 4096 nodes: tables

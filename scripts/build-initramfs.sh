@@ -22,6 +22,7 @@ cp "$repo/qemu/guest/init" "$stage/init"
 cp "$repo/qemu/guest/tests/run" "$repo/qemu/guest/tests/treenet-up" "$repo/qemu/guest/tests/treenet-lib.sh" \
   "$repo/qemu/guest/tests/zoidfs-lib.sh" "$repo/qemu/guest/tests/crash-ion.sh" \
   "$repo/qemu/guest/tests/crash-cn.sh" "$repo/qemu/guest/tests/soak.sh" \
+  "$repo/qemu/guest/tests/flood-long.sh" \
   "$repo/qemu/guest/tests/reload-loops.sh" \
   "$repo"/qemu/guest/tests/[0-9]*.sh "$stage/zoid/tests/"
 : > "$stage/lib/zoid/load-order"

@@ -8,6 +8,13 @@
  *   zoidunix escape                       attempts to leave the export
  *   zoidunix cat PATH                     print a file of the export
  *   zoidunix creds PATH                   create PATH; print its uid and gid
+ *   zoidunix hold PATH SECONDS            open PATH, print "fd N", sleep, then
+ *                                         read it: the descriptor stays this
+ *                                         process's
+ *   zoidunix foreign FIRST LAST           read descriptors FIRST..LAST, which
+ *                                         this process never opened: each must
+ *                                         fail with EBADF (another process's,
+ *                                         on this CN or another, are not ours)
  *
  * Prints one line per check; exits 1 on the first mismatch.
  */
@@ -386,6 +393,39 @@ int main(int argc, char **argv)
 		printf("uid %u gid %u (%lld)\n", rs.uid, rs.gid, (long long)r);
 		return r < 0;
 	}
-	fprintf(stderr, "usage: zoidunix compare LOCALDIR REMOTEDIR | escape | cat PATH | creds PATH\n");
+	if (argc == 4 && !strcmp(argv[1], "hold")) {
+		char buf[256];
+		int fd = (int)r_open(argv[2], O_RDONLY, 0);
+		int64_t n;
+
+		if (fd < 0) {
+			printf("open: %d\n", fd);
+			return 1;
+		}
+		printf("fd %d\n", fd);
+		fflush(stdout);
+		sleep((unsigned)atoi(argv[3]));
+		n = r_readish(UNIX_READ, fd, NULL, buf, sizeof(buf), -1);
+		printf("read %lld\n", (long long)n);
+		r_fd(UNIX_CLOSE, fd);
+		return n < 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "foreign")) {
+		int bad = 0;
+
+		for (int fd = atoi(argv[2]); fd <= atoi(argv[3]); fd++) {
+			char buf[64];
+			int64_t n = r_readish(UNIX_READ, fd, NULL, buf, sizeof(buf), -1);
+
+			if (n != -EBADF) {
+				printf("fd %d: %lld, not EBADF\n", fd, (long long)n);
+				bad = 1;
+			}
+		}
+		printf("foreign descriptors %s\n", bad ? "USABLE" : "refused");
+		return bad;
+	}
+	fprintf(stderr, "usage: zoidunix compare LOCALDIR REMOTEDIR | escape | cat PATH | creds PATH"
+		" | hold PATH SECONDS | foreign FIRST LAST\n");
 	return 2;
 }

@@ -7,10 +7,13 @@
 # the console), and the ION's counters show the drops by reason.
 # FLOOD_FRAMES (environment) sets the flood's size: 1e6 by default (ppc32:
 # about 130 s), 2e4 under KASAN (the emulated x86_64 debug kernel takes
-# about 1.2 ms per frame: 25 s; FLOOD_FRAMES=1000000 is the long run).
+# about 1.2 ms per frame: 25 s).  FLOOD_SEED and HOSTILE_TAG (the first of
+# its 4 barrier tags) let flood-long.sh (`make soak`) run it round after
+# round.
 . /zoid/tests/treenet-lib.sh
 frames=${FLOOD_FRAMES:-1000000}
 [ -z "$KASAN" ] || frames=${FLOOD_FRAMES:-20000}
+tag=${HOSTILE_TAG:-772}
 drops="drop_truncated drop_oversized drop_bad_version drop_bad_checksum drop_bad_kind \
 drop_unknown_node drop_not_for_us drop_out_of_window drop_msg_too_long drop_reassembly \
 drop_no_route drop_no_channel drop_bad_hello drop_hello_flood drop_hello_moved drop_bad_control \
@@ -19,7 +22,7 @@ snapshot() { for c in $drops; do echo "$c $(stat $c)"; done; }
 [ "$ZOID_ROLE" = ion ] && snapshot > /tmp/hostile-before
 downs=$(stat peer_down)
 others=; [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE" != cn1 ] && others=1
-barrier 772
+barrier $tag
 if [ -n "$others" ]; then
   # The other CNs are served while CN 1 floods: a ping a second, each
   # answered within its 10 s.
@@ -29,8 +32,8 @@ if [ -n "$others" ]; then
       sleep 1
     done ) &
 fi
-flood_from_cn1 "$frames" 7 3000
-barrier 773
+flood_from_cn1 "$frames" "${FLOOD_SEED:-7}" 3000
+barrier $((tag + 1))
 if [ -n "$others" ]; then
   touch /tmp/flood-over; wait
   failed=$(grep -c failed /tmp/flood-pings || true)
@@ -47,7 +50,7 @@ if [ -n "$others" ] && [ "$(stat peer_down)" != "$downs" ]; then
   echo "$ZOID_NODE lost its ION during CN 1's flood: peer_down $downs -> $(stat peer_down)"
   diag; exit 1
 fi
-barrier 774
+barrier $((tag + 2))
 if [ "$ZOID_ROLE" = ion ]; then
   for cn in $(seq 1 "$ZOID_CNS"); do
     for size in 1 4096 65536 1048576; do st send $cn $size 1 > /dev/null; done
@@ -56,7 +59,7 @@ if [ "$ZOID_ROLE" = ion ]; then
 else
   for size in 1 4096 65536 1048576; do st send 0 $size 1 > /dev/null; done
 fi
-barrier 775
+barrier $((tag + 3))
 if [ "$ZOID_ROLE" = ion ]; then
   snapshot > /tmp/hostile-after
   echo "ION drops during the flood:"
