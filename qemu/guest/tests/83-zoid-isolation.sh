@@ -50,5 +50,8 @@ elif [ "$ZOID_ROLE" = cn ]; then
   $ZC sleep 1 > /dev/null
 fi
 barrier 834
-[ "$ZOID_ROLE" = ion ] && echo "$cap0" > $Z/max_per_cn
+if [ "$ZOID_ROLE" = ion ]; then
+  echo "$cap0" > $Z/max_per_cn
+  echo > $Z/export
+fi
 barrier 835
