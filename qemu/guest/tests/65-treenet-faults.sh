@@ -3,12 +3,8 @@
 # over 20 % loss and over burst loss.
 . /zoid/tests/treenet-lib.sh
 big=1048576; [ -z "$KASAN" ] || big=262144
-echo 20000 > $T/drop_ppm; echo 10000 > $T/dup_ppm; echo 20000 > $T/reorder_ppm
-tag=650
-start=$(cut -d' ' -f1 /proc/uptime)
-for ps in 240 0; do
-  echo $ps > $T/packet_size
-  barrier $tag; tag=$((tag + 1))
+# traffic: 1 byte .. $big from every CN to the ION and back, each verified.
+traffic() {
   if [ "$ZOID_ROLE" = cn ]; then
     for size in 1 1000 65536 $big; do st send 0 $size 1 > /dev/null; done
   else
@@ -16,6 +12,14 @@ for ps in 240 0; do
       for size in 1 1000 65536 $big; do st send $cn $size 1 > /dev/null; done
     done
   fi
+}
+echo 20000 > $T/drop_ppm; echo 10000 > $T/dup_ppm; echo 20000 > $T/reorder_ppm
+tag=650
+start=$(cut -d' ' -f1 /proc/uptime)
+for ps in 240 0; do
+  echo $ps > $T/packet_size
+  barrier $tag; tag=$((tag + 1))
+  traffic
   barrier $tag; tag=$((tag + 1))
 done
 echo 0 > $T/drop_ppm; echo 0 > $T/dup_ppm; echo 0 > $T/reorder_ppm
@@ -31,13 +35,7 @@ for loss in 200000:1 15000:8; do
   echo 20000 > $T/peer_timeout_ms
   echo "${loss#*:}" > $T/drop_burst; echo "${loss%:*}" > $T/drop_ppm
   barrier $tag; tag=$((tag + 1))
-  if [ "$ZOID_ROLE" = cn ]; then
-    for size in 1 1000 65536 $big; do st send 0 $size 1 > /dev/null; done
-  else
-    for cn in $(seq 1 "$ZOID_CNS"); do
-      for size in 1 1000 65536 $big; do st send $cn $size 1 > /dev/null; done
-    done
-  fi
+  traffic
   barrier $tag; tag=$((tag + 1))
   echo 0 > $T/drop_ppm; echo 1 > $T/drop_burst
 done
