@@ -351,6 +351,16 @@ static int escape(void)
 	return bad;
 }
 
+/* r_open for the command-line modes: the descriptor, or < 0 once said. */
+static int open_or_say(const char *path, int flags, int mode)
+{
+	int fd = (int)r_open(path, flags, mode);
+
+	if (fd < 0)
+		printf("open: %d\n", fd);
+	return fd;
+}
+
 int main(int argc, char **argv)
 {
 	zfd = open("/dev/zoid", O_RDWR);
@@ -368,26 +378,22 @@ int main(int argc, char **argv)
 		return escape();
 	if (argc == 3 && !strcmp(argv[1], "cat")) {
 		char buf[4096];
-		int fd = (int)r_open(argv[2], O_RDONLY, 0);
+		int fd = open_or_say(argv[2], O_RDONLY, 0);
 		int64_t n;
 
-		if (fd < 0) {
-			printf("open: %d\n", fd);
+		if (fd < 0)
 			return 1;
-		}
 		while ((n = r_readish(UNIX_READ, fd, NULL, buf, sizeof(buf), -1)) > 0)
 			fwrite(buf, 1, (size_t)n, stdout);
 		return n < 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "creds")) {
 		struct rstat rs;
-		int fd = (int)r_open(argv[2], O_CREAT | O_WRONLY, 0644);
+		int fd = open_or_say(argv[2], O_CREAT | O_WRONLY, 0644);
 		int64_t r;
 
-		if (fd < 0) {
-			printf("open: %d\n", fd);
+		if (fd < 0)
 			return 1;
-		}
 		r = r_stat(UNIX_FSTAT, fd, NULL, &rs);
 		r_fd(UNIX_CLOSE, fd);
 		printf("uid %u gid %u (%lld)\n", rs.uid, rs.gid, (long long)r);
@@ -395,13 +401,11 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && !strcmp(argv[1], "hold")) {
 		char buf[256];
-		int fd = (int)r_open(argv[2], O_RDONLY, 0);
+		int fd = open_or_say(argv[2], O_RDONLY, 0);
 		int64_t n;
 
-		if (fd < 0) {
-			printf("open: %d\n", fd);
+		if (fd < 0)
 			return 1;
-		}
 		printf("fd %d\n", fd);
 		fflush(stdout);
 		sleep((unsigned)atoi(argv[3]));
