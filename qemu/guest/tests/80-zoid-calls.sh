@@ -19,7 +19,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   for size in $ECHO_SIZES; do $ZC echo $size 2 || { zdiag; exit 1; }; done
   $ZC fill 100000 7
   # A call that blocks holds one worker: others keep being served.
-  $ZC sleep 20000 > /dev/null & sleeper=$!
+  $ZC sleep 8000 > /dev/null & sleeper=$!
   sleep 2
   $ZC null 10
   kill -0 $sleeper 2>/dev/null || { echo "null calls waited for the blocked call"; exit 1; }

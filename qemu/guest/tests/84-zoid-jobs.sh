@@ -29,7 +29,7 @@ SCRIPT
 fi
 barrier 840
 if [ "$ZOID_ROLE" = cn ]; then
-  $ZC job hold 42 /bin/app "-n 4" 8 4 SMP 30 > /tmp/job42.out & holder=$!
+  $ZC job hold 42 /bin/app "-n 4" 8 4 SMP 10 > /tmp/job42.out & holder=$!
 fi
 barrier 841
 if [ "$ZOID_ROLE" = ion ]; then

@@ -72,7 +72,7 @@ barrier 864
 if [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = "$GONE" ]; then
   links=$(awk '{ print $1 }' $T/links)
   for l in $links; do echo "$l" > $T/unbind; done
-  sleep 25
+  sleep 15
   for l in $links; do echo "$l" > $T/bind; done
 fi
 if [ "$ZOID_ROLE" = ion ]; then

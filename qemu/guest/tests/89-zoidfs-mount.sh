@@ -50,7 +50,7 @@ if [ "$ZOID_ROLE" = cn ]; then
     mkdir $D
     (cd $D && workload) > /tmp/zfs-remote.out 2>&1 || echo "exit $?" >> /tmp/zfs-remote.out
     diff /tmp/zfs-local.out /tmp/zfs-remote.out || { echo "cache=$mode"; zdiag; exit 1; }
-    /zoid/bin/zfsx $D/fsx 300 $ZOID_NODE_ID > /tmp/zfsx.out ||
+    /zoid/bin/zfsx $D/fsx $ZFSX_OPS $ZOID_NODE_ID > /tmp/zfsx.out ||
       { echo "zfsx cache=$mode"; zdiag; exit 1; }
     cmp $D/fsx $D/fsx   # readable after close
   done

@@ -71,7 +71,7 @@ if [ "$ZOID_ROLE" = cn ]; then
     for i in 1 2 3; do dd if=/tmp/zp-src bs=100000 skip=$i count=1 2>/dev/null >> $D/app; done
     cmp /tmp/zp-app $D/app || { echo "appends ($mode)"; zdiag; exit 1; }
     # Random I/O where every call is a page, 8 in flight.
-    /zoid/bin/zfsx $D/fsx 200 $((ZOID_NODE_ID + 7)) > /tmp/zp-zfsx.out ||
+    /zoid/bin/zfsx $D/fsx $((ZFSX_OPS * 2 / 3)) $((ZOID_NODE_ID + 7)) > /tmp/zp-zfsx.out ||
       { cat /tmp/zp-zfsx.out; echo "zfsx ($mode)"; zdiag; exit 1; }
     umount $M
   done

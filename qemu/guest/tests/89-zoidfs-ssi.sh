@@ -69,7 +69,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   (cd $M/w-$ZOID_NODE_ID && workload) > /tmp/zss-remote.out 2>&1 ||
     echo "exit $?" >> /tmp/zss-remote.out
   diff /tmp/zss-local.out /tmp/zss-remote.out || fail "workload differs from tmpfs"
-  /zoid/bin/zfsx $M/w-$ZOID_NODE_ID/fsx 300 $ZOID_NODE_ID > /tmp/zss-fsx.out ||
+  /zoid/bin/zfsx $M/w-$ZOID_NODE_ID/fsx $ZFSX_OPS $ZOID_NODE_ID > /tmp/zss-fsx.out ||
     { cat /tmp/zss-fsx.out; fail "zfsx"; }
   [ "$(zst ssi_inserts)" -gt 0 ] || fail "no object arrived"
 fi

@@ -45,7 +45,12 @@ wait_for_set() {
 }
 
 # barrier <tag>: every node of the pset meets here.
-barrier() { st barrier "$1" "$ZOID_CNS" > /dev/null; }
+# Each barrier passed is noted with the uptime in /tmp/zoid-steps, which
+# tests/run prints for a slow test (where its time went).
+barrier() {
+  st barrier "$1" "$ZOID_CNS" > /dev/null || return
+  echo "$1 $(cut -d' ' -f1 /proc/uptime)" >> /tmp/zoid-steps
+}
 
 # flood_from_cn1 <frames> <seed> <capture_ms>: CN 1 keeps the treenet
 # frames it sees for capture_ms while the ION sends it data, then floods
@@ -70,8 +75,15 @@ SIZES="1 100 224 225 240 1000 1484 4096 65536 1048576 4194304"
 # Under KASAN (x86_64 debug kernel, emulated) a 4 MiB message in 240-byte
 # packets takes minutes: there the 240-byte mode stops at 1 MiB (4 MiB still
 # goes in MTU-sized frames, and in both modes on the other kernels).
+# (qemu/pset boots every KASAN kernel with kasan_multi_shot; the boot
+# line may have left a long run's ring buffer.)
 KASAN=
+grep -q kasan_multi_shot /proc/cmdline && KASAN=1
 dmesg | grep -q "KernelAddressSanitizer initialized" && KASAN=1
+# zfsx operations per run in the zoidfs tests: a third under KASAN, where
+# 300 took about 50 s with cache=none.
+ZFSX_OPS=300
+[ -z "$KASAN" ] || ZFSX_OPS=100
 sizes_for() { # packet_size
   if [ -n "$KASAN" ] && [ "$1" = 240 ]; then echo "$SIZES" | sed 's/ 4194304//'; else echo "$SIZES"; fi
 }

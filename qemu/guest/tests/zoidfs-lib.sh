@@ -26,7 +26,7 @@ workload() {
   dd if=sparse of=/dev/null bs=1 skip=5368709119 2>/dev/null && echo "read past 4G"
   ( set -C; echo x > b ) 2>&1 | sed 's/.*: //'   # O_EXCL on an existing file
   ( set -C; echo x > excl ); cat excl
-  for i in $(seq 1 150); do : > "many-$i"; done; ls | grep -c '^many-'
+  for i in $(seq 1 40); do : > "many-$i"; done; ls | grep -c '^many-'
   rm many-*; ls | tr '\n' ' '; echo
   mv b d/e/moved; ls d/e | tr '\n' ' '; echo
   rm -r d; ls | tr '\n' ' '; echo
