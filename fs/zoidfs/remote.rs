@@ -14,7 +14,8 @@ use crate::zoid_proto::zoid::marshal::Decoder;
 use crate::zoid_proto::zoid::plugin::CallError;
 use crate::zoid_proto::zoid::plugins::unix::{dirents, Stat};
 use crate::zoid_proto::zoid::plugins::zoidfs::{
-    client, xattr, Handle, Recall, SetAttr, StatFs, MAX_HANDLE, UPCALL_RECALL,
+    client, xattr, Handle, Recall, SetAttr, StatFs, MAX_HANDLE, MODE_BITS, MODE_HAS_ACL,
+    MODE_HAS_DEFAULT_ACL, UPCALL_RECALL,
 };
 use core::ffi::c_void;
 use kernel::ffi::{c_char, c_int};
@@ -47,6 +48,8 @@ pub(crate) struct RawAttr {
     pub(crate) uid: u32,
     pub(crate) gid: u32,
     pub(crate) blksize: u32,
+    /// `MODE_HAS_ACL` and `MODE_HAS_DEFAULT_ACL`, taken off `mode`.
+    pub(crate) acl: u32,
 }
 
 impl From<&Stat> for RawAttr {
@@ -62,11 +65,12 @@ impl From<&Stat> for RawAttr {
             atime_nsec: s.atime_nsec,
             mtime_nsec: s.mtime_nsec,
             ctime_nsec: s.ctime_nsec,
-            mode: s.mode,
+            mode: s.mode & MODE_BITS,
             nlink: s.nlink,
             uid: s.uid,
             gid: s.gid,
             blksize: s.blksize,
+            acl: s.mode & (MODE_HAS_ACL | MODE_HAS_DEFAULT_ACL),
         }
     }
 }

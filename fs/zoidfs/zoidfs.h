@@ -41,7 +41,12 @@ struct zoidfs_attr {
 	u32 uid;
 	u32 gid;
 	u32 blksize;
+	u32 acl;	/* ZOIDFS_HAS_ACL, ZOIDFS_HAS_DEFAULT_ACL */
 };
+
+/* What the ION says of an object's POSIX ACLs (zoidfs::MODE_HAS_*ACL). */
+#define ZOIDFS_HAS_ACL		(1u << 16)
+#define ZOIDFS_HAS_DEFAULT_ACL	(1u << 17)
 
 /* Attribute changes: `valid` holds ZOIDFS_SET_* bits. */
 #define ZOIDFS_SET_MODE		(1 << 0)

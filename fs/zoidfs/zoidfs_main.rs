@@ -89,7 +89,9 @@ mod tests {
     use super::remote::{handle_in, handle_out, RawAttr, RawHandle};
     use super::zoid_kernel::sysfs::SysfsWriter;
     use super::zoid_proto::zoid::plugins::unix::Stat;
-    use super::zoid_proto::zoid::plugins::zoidfs::{Handle, MAX_HANDLE};
+    use super::zoid_proto::zoid::plugins::zoidfs::{
+        Handle, MAX_HANDLE, MODE_HAS_ACL, MODE_HAS_DEFAULT_ACL,
+    };
     use super::*;
 
     #[test]
@@ -126,7 +128,8 @@ mod tests {
         let st = Stat {
             dev: 9,
             ino: 1 << 40,
-            mode: 0o100644,
+            // The ION's ACL flags ride above the mode's 16 bits.
+            mode: 0o100644 | MODE_HAS_ACL | MODE_HAS_DEFAULT_ACL,
             nlink: 3,
             uid: 1000,
             gid: 100,
@@ -160,6 +163,7 @@ mod tests {
                 uid: 1000,
                 gid: 100,
                 blksize: 4096,
+                acl: MODE_HAS_ACL | MODE_HAS_DEFAULT_ACL,
             }
         );
     }

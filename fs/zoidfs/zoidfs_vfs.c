@@ -48,6 +48,8 @@
 #include <linux/mm.h>
 #include <linux/namei.h>
 #include <linux/pagemap.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
@@ -144,6 +146,8 @@ struct zoidfs_inode {
 	struct zoidfs_fh fh;
 	/* When the attributes came from the ION (jiffies). */
 	unsigned long attr_time;
+	/* Which ACLs the ION said it has then (ZOIDFS_HAS_*ACL). */
+	u32 acl;
 	/* Whose credentials write dirty pages back (the last writer's). */
 	const struct cred *wb_cred;
 	/*
@@ -216,9 +220,46 @@ static bool zoidfs_has_dirty(struct inode *inode)
  * own write's, so cached pages stay valid.  While dirty data is waiting,
  * the size is ours (at least what we wrote).
  */
+/*
+ * The ACL cache follows the attributes (mount option acl): an object the
+ * ION says has no ACL of a kind caches "none" (permission checks then
+ * cost no call); one that has one keeps what was fetched while its ctime
+ * stays the same (setting an ACL, or a chmod that rewrites its mask,
+ * changes the ctime), else fetches it again at the next check.
+ */
+static void zoidfs_acl_follow(struct inode *inode, const struct zoidfs_attr *a, bool ctime_changed)
+{
+#ifdef CONFIG_FS_POSIX_ACL
+	struct {
+		int type;
+		u32 flag;
+		struct posix_acl *cached;
+	} kinds[] = {
+		{ ACL_TYPE_ACCESS, ZOIDFS_HAS_ACL, READ_ONCE(inode->i_acl) },
+		{ ACL_TYPE_DEFAULT, ZOIDFS_HAS_DEFAULT_ACL, READ_ONCE(inode->i_default_acl) },
+	};
+	int i;
+
+	ZI(inode)->acl = a->acl;
+	if (!IS_POSIXACL(inode) || S_ISLNK(inode->i_mode))
+		return;
+	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
+		if (kinds[i].type == ACL_TYPE_DEFAULT && !S_ISDIR(inode->i_mode))
+			break;
+		if (!(a->acl & kinds[i].flag)) {
+			if (kinds[i].cached)
+				set_cached_acl(inode, kinds[i].type, NULL);
+		} else if (ctime_changed || !kinds[i].cached) {
+			forget_cached_acl(inode, kinds[i].type);
+		}
+	}
+#endif
+}
+
 static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bool ours)
 {
 	struct timespec64 mtime = inode_get_mtime(inode);
+	struct timespec64 ctime = inode_get_ctime(inode);
 	bool dirty, changed;
 
 	/*
@@ -245,6 +286,8 @@ static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bo
 	inode_set_atime(inode, a->atime_sec, a->atime_nsec);
 	inode_set_mtime(inode, a->mtime_sec, a->mtime_nsec);
 	inode_set_ctime(inode, a->ctime_sec, a->ctime_nsec);
+	zoidfs_acl_follow(inode, a, ctime.tv_sec != a->ctime_sec ||
+			  ctime.tv_nsec != a->ctime_nsec);
 	/* Someone changed the file: what mmap cached is stale. */
 	if (changed && inode->i_mapping->nrpages)
 		invalidate_mapping_pages(inode->i_mapping, 0, -1);
@@ -418,6 +461,7 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 		return NULL;
 	zi->fh.len = 0;
 	zi->attr_time = 0;
+	zi->acl = 0;
 	zi->wb_cred = NULL;
 	zi->opens = 0;
 	zi->grant = 0;
@@ -550,6 +594,18 @@ static void zoidfs_dir_changed(struct inode *dir)
 		zoidfs_apply_attr(dir, &a);
 }
 
+/*
+ * The mode a new object is asked for.  With ACLs on (SB_POSIXACL) the VFS
+ * leaves the umask to us: it applies unless the directory has a default
+ * ACL, which the ION's filesystem applies instead (POSIX 1003.1e).
+ */
+static umode_t zoidfs_new_mode(struct inode *dir, umode_t mode)
+{
+	if (IS_POSIXACL(dir) && !(READ_ONCE(ZI(dir)->acl) & ZOIDFS_HAS_DEFAULT_ACL))
+		mode &= ~current_umask();
+	return mode;
+}
+
 static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mode,
 			    bool excl)
 {
@@ -557,6 +613,7 @@ static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mo
 	struct zoidfs_attr a;
 	int err;
 
+	mode = zoidfs_new_mode(dir, mode);
 	err = zoidfs_rs_create(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
 			       dentry->d_name.len, mode & 07777, excl, &fh, &a);
 	if (err)
@@ -618,6 +675,7 @@ static struct dentry *zoidfs_mkdir(struct mnt_idmap *idmap, struct inode *dir,
 	struct zoidfs_attr a;
 	int err;
 
+	mode = zoidfs_new_mode(dir, mode);
 	err = zoidfs_rs_mkdir(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
 			      dentry->d_name.len, mode & 07777, &fh, &a);
 	if (!err)
@@ -649,6 +707,7 @@ static int zoidfs_mknod(struct mnt_idmap *idmap, struct inode *dir,
 	struct zoidfs_attr a;
 	int err;
 
+	mode = zoidfs_new_mode(dir, mode);
 	err = zoidfs_rs_mknod(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
 			      dentry->d_name.len, mode & (S_IFMT | 07777),
 			      new_encode_dev(rdev), &fh, &a);
@@ -2567,6 +2626,102 @@ static const struct xattr_handler * const zoidfs_xattr_handlers[] = {
 	NULL,
 };
 
+/* ---- POSIX ACLs (mount option acl, the default): forwarded, cached ---- */
+
+#ifdef CONFIG_FS_POSIX_ACL
+/*
+ * The ACL of `type` from the ION, in the xattr form getxattr(2) gives
+ * (ids unmapped, as owners are).  None without a call when the last
+ * attributes said the object has none.
+ */
+static struct posix_acl *zoidfs_fetch_acl(struct inode *inode, int type)
+{
+	const char *name = posix_acl_xattr_name(type);
+	u32 flag = type == ACL_TYPE_ACCESS ? ZOIDFS_HAS_ACL : ZOIDFS_HAS_DEFAULT_ACL;
+	struct posix_acl *acl;
+	size_t size = PAGE_SIZE;
+	ssize_t n;
+	void *buf;
+
+	if (!(READ_ONCE(ZI(inode)->acl) & flag))
+		return NULL;
+	for (;;) {
+		buf = kvmalloc(size, GFP_KERNEL);
+		if (!buf)
+			return ERR_PTR(-ENOMEM);
+		n = zoidfs_stale_retry(inode, zoidfs_rs_getxattr(zconn(inode), &ZI(inode)->fh,
+								 name, strlen(name), buf, size));
+		if (n != -ERANGE || size == XATTR_SIZE_MAX)
+			break;
+		kvfree(buf);
+		size = XATTR_SIZE_MAX;	/* more than 500 entries */
+	}
+	if (n == -ENODATA || n == -EOPNOTSUPP)
+		acl = NULL;
+	else if (n < 0)
+		acl = ERR_PTR(n);
+	else
+		acl = posix_acl_from_xattr(&init_user_ns, buf, n);
+	kvfree(buf);
+	return acl;
+}
+
+/* Permission checks (generic_permission): not under RCU, it may call. */
+static struct posix_acl *zoidfs_get_inode_acl(struct inode *inode, int type, bool rcu)
+{
+	if (rcu)
+		return ERR_PTR(-ECHILD);
+	return zoidfs_fetch_acl(inode, type);
+}
+
+/* getxattr(2) of system.posix_acl_* (through vfs_get_acl). */
+static struct posix_acl *zoidfs_get_acl(struct mnt_idmap *idmap, struct dentry *dentry,
+					int type)
+{
+	return zoidfs_fetch_acl(d_inode(dentry), type);
+}
+
+/*
+ * setxattr(2) and removexattr(2) of system.posix_acl_*: the ION's
+ * filesystem checks and applies it (an access ACL's mask becomes the
+ * mode's group bits there), then the new mode and ctime are fetched.
+ */
+static int zoidfs_set_acl(struct mnt_idmap *idmap, struct dentry *dentry,
+			  struct posix_acl *acl, int type)
+{
+	struct inode *inode = d_inode(dentry);
+	const char *name = posix_acl_xattr_name(type);
+	size_t size;
+	void *value;
+	int err;
+
+	if (acl) {
+		value = posix_acl_to_xattr(&init_user_ns, acl, &size, GFP_KERNEL);
+		if (!value)
+			return -ENOMEM;
+		err = zoidfs_stale_retry(inode, zoidfs_rs_setxattr(zconn(inode), &ZI(inode)->fh,
+								   name, strlen(name), value,
+								   size, 0));
+		kfree(value);
+	} else {
+		err = zoidfs_stale_retry(inode, zoidfs_rs_removexattr(zconn(inode),
+								      &ZI(inode)->fh, name,
+								      strlen(name)));
+	}
+	if (err)
+		return err;
+	zoidfs_revalidate(inode, true);
+	set_cached_acl(inode, type, acl);
+	return 0;
+}
+#define ZOIDFS_ACL_IOPS					\
+	.get_inode_acl = zoidfs_get_inode_acl,		\
+	.get_acl = zoidfs_get_acl,			\
+	.set_acl = zoidfs_set_acl,
+#else
+#define ZOIDFS_ACL_IOPS
+#endif
+
 static const struct inode_operations zoidfs_dir_iops = {
 	.lookup = zoidfs_lookup,
 	.atomic_open = zoidfs_atomic_open,
@@ -2581,6 +2736,7 @@ static const struct inode_operations zoidfs_dir_iops = {
 	.getattr = zoidfs_getattr,
 	.setattr = zoidfs_setattr,
 	.listxattr = zoidfs_listxattr,
+	ZOIDFS_ACL_IOPS
 };
 
 /* Regular files and special files (fifos, sockets, devices). */
@@ -2588,6 +2744,7 @@ static const struct inode_operations zoidfs_file_iops = {
 	.getattr = zoidfs_getattr,
 	.setattr = zoidfs_setattr,
 	.listxattr = zoidfs_listxattr,
+	ZOIDFS_ACL_IOPS
 };
 
 static const struct inode_operations zoidfs_symlink_iops = {
@@ -2628,6 +2785,7 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	if (sbi->export && *sbi->export)
 		seq_show_option(m, "export", sbi->export);
 	seq_printf(m, ",cache=%s", zoidfs_cache_modes[sbi->cache].name);
+	seq_puts(m, root->d_sb->s_flags & SB_POSIXACL ? ",acl" : ",noacl");
 	if (sbi->relaxed)
 		seq_puts(m, ",consistency=relaxed");
 	if (sbi->ssi) {
@@ -2669,7 +2827,7 @@ static const struct super_operations zoidfs_sops = {
 /* ---- Mounting ---- */
 
 enum { Opt_ion, Opt_export, Opt_cache, Opt_actimeo, Opt_timeo, Opt_retrans, Opt_soft,
-	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight, Opt_consistency, Opt_ssi_set };
+	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight, Opt_consistency, Opt_ssi_set, Opt_acl };
 
 static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("ion", Opt_ion),
@@ -2680,6 +2838,7 @@ static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_u32("retrans", Opt_retrans),
 	fsparam_flag("soft", Opt_soft),
 	fsparam_flag("hard", Opt_hard),
+	fsparam_flag_no("acl", Opt_acl),
 	fsparam_u32("rsize", Opt_rsize),
 	fsparam_u32("wsize", Opt_wsize),
 	fsparam_u32("inflight", Opt_inflight),
@@ -2703,6 +2862,7 @@ struct zoidfs_ctx {
 	u32 inflight;
 	int consistency;
 	bool hard;
+	bool acl;		/* POSIX ACLs (noacl: off) */
 };
 
 static int zoidfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
@@ -2766,6 +2926,11 @@ static int zoidfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case Opt_hard:
 		ctx->hard = true;
+		break;
+	case Opt_acl:
+		if (!result.negated && !IS_ENABLED(CONFIG_FS_POSIX_ACL))
+			return invalfc(fc, "acl: this kernel has no POSIX ACLs (CONFIG_FS_POSIX_ACL)");
+		ctx->acl = !result.negated;
 		break;
 	case Opt_rsize:
 	case Opt_wsize:
@@ -2892,6 +3057,8 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_maxbytes = MAX_LFS_FILESIZE;
 	sb->s_time_gran = 1;
 	sb->s_flags |= SB_NOATIME;
+	if (ctx->acl)
+		sb->s_flags |= SB_POSIXACL;
 	root = zoidfs_iget(sb, &sbi->root, &a);
 	if (IS_ERR(root))
 		return PTR_ERR(root);
@@ -2946,6 +3113,7 @@ static int zoidfs_init_fs_context(struct fs_context *fc)
 	ctx->retrans = 2;
 	ctx->inflight = ZOIDFS_INFLIGHT_DEFAULT;
 	ctx->hard = true;
+	ctx->acl = IS_ENABLED(CONFIG_FS_POSIX_ACL);
 	fc->fs_private = ctx;
 	fc->ops = &zoidfs_context_ops;
 	return 0;

@@ -13,8 +13,18 @@
  * zk_*_at cores it shares with the path-based calls).
  */
 #include <linux/exportfs.h>
+#include <linux/fs_struct.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 #include <linux/statfs.h>
 #include <linux/xattr.h>
+
+/*
+ * Flags an object's attributes carry above the mode's 16 bits
+ * (zoid_proto's zoidfs::MODE_HAS_ACL and MODE_HAS_DEFAULT_ACL).
+ */
+#define ZK_MODE_HAS_ACL		(1u << 16)
+#define ZK_MODE_HAS_DEFAULT_ACL	(1u << 17)
 
 /* Fid words a handle holds: 63 bytes after the type byte, rounded down. */
 #define ZK_FID_WORDS 15
@@ -121,14 +131,64 @@ struct zk_obj *zk_fh_resolve(struct zk_export *e, const u8 *fh, u32 len, int *er
 	return zk_obj_new(e->root.mnt, d, err);
 }
 
+/* Whether @inode has an ACL of @type (filesystems cache them in the inode). */
+static bool zk_has_acl(struct inode *inode, int type)
+{
+#ifdef CONFIG_FS_POSIX_ACL
+	struct posix_acl *acl = get_inode_acl(inode, type);
+
+	if (IS_ERR_OR_NULL(acl))
+		return false;
+	posix_acl_release(acl);
+	return true;
+#else
+	return false;
+#endif
+}
+
 int zk_obj_stat(struct zk_obj *o, struct zk_stat *st)
 {
+	struct inode *inode = d_inode(o->path.dentry);
 	struct kstat k;
 	int err = vfs_getattr(&o->path, &k, STATX_BASIC_STATS, AT_STATX_SYNC_AS_STAT);
 
-	if (!err)
-		zk_fill_stat(&k, st);
-	return err;
+	if (err)
+		return err;
+	zk_fill_stat(&k, st);
+	/* What the CN needs to know to cache "no ACL" (no call per check). */
+	if (IS_POSIXACL(inode) && !S_ISLNK(inode->i_mode)) {
+		if (zk_has_acl(inode, ACL_TYPE_ACCESS))
+			st->mode |= ZK_MODE_HAS_ACL;
+		if (S_ISDIR(inode->i_mode) && zk_has_acl(inode, ACL_TYPE_DEFAULT))
+			st->mode |= ZK_MODE_HAS_DEFAULT_ACL;
+	}
+	return 0;
+}
+
+/*
+ * The CN applied its caller's umask to a new object's mode already, or,
+ * under a default ACL, must not have one applied (the ACL decides): the
+ * ION makes it with umask 0.  Kernel threads share init_fs (umask 0022),
+ * so the first make gives this thread an fs_struct of its own, as nfsd's
+ * threads have.  Returns the umask to restore, or a negative errno.
+ */
+static int zk_umask_off(void)
+{
+	struct fs_struct *fs = current->fs;
+	bool shared;
+	int old, err;
+
+	read_seqlock_excl(&fs->seq);
+	shared = fs->users > 1;
+	read_sequnlock_excl(&fs->seq);
+	if (shared) {
+		err = unshare_fs_struct();
+		if (err)
+			return err;
+	}
+	old = current->fs->umask;
+	current->fs->umask = 0;
+	return old;
 }
 
 static int zk_dir_check(struct zk_obj *dir)
@@ -163,7 +223,14 @@ struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 
 	struct qstr q = QSTR_LEN(name, len);
 	struct dentry *d = NULL;
 
+	int umask = zk_umask_off();
+
+	if (umask < 0) {
+		*err = umask;
+		return NULL;
+	}
 	*err = zk_dir_check(dir) ?: zk_make_at(&dir->path, &q, mode, kind, target, rdev, &d);
+	current->fs->umask = umask;
 	return *err ? NULL : zk_obj_new(dir->path.mnt, d, err);
 }
 
@@ -326,6 +393,29 @@ int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s)
  */
 ssize_t zk_obj_getxattr(struct zk_obj *o, const char *name, void *buf, u32 size)
 {
+#ifdef CONFIG_FS_POSIX_ACL
+	/* ACLs in their xattr form, as getxattr(2) gives them (do_get_acl). */
+	if (is_posix_acl_xattr(name)) {
+		struct posix_acl *acl = vfs_get_acl(mnt_idmap(o->path.mnt), o->path.dentry, name);
+		ssize_t ret;
+		void *value;
+		size_t len;
+
+		if (IS_ERR(acl))
+			return PTR_ERR(acl);
+		value = posix_acl_to_xattr(&init_user_ns, acl, &len, GFP_KERNEL);
+		posix_acl_release(acl);
+		if (!value)
+			return -ENOMEM;
+		ret = len;
+		if (size && len > size)
+			ret = -ERANGE;
+		else if (size)
+			memcpy(buf, value, len);
+		kfree(value);
+		return ret;
+	}
+#endif
 	return vfs_getxattr(mnt_idmap(o->path.mnt), o->path.dentry, name, buf, size);
 }
 
@@ -341,6 +431,22 @@ int zk_obj_setxattr(struct zk_obj *o, const char *name, const void *value, u32 s
 
 	if (err)
 		return err;
+#ifdef CONFIG_FS_POSIX_ACL
+	/* As setxattr(2) (do_set_acl): an empty value removes the ACL. */
+	if (is_posix_acl_xattr(name)) {
+		struct posix_acl *acl = NULL;
+
+		if (size)
+			acl = posix_acl_from_xattr(&init_user_ns, value, size);
+		if (IS_ERR(acl))
+			err = PTR_ERR(acl);
+		else
+			err = vfs_set_acl(mnt_idmap(o->path.mnt), o->path.dentry, name, acl);
+		posix_acl_release(IS_ERR(acl) ? NULL : acl);
+		mnt_drop_write(o->path.mnt);
+		return err;
+	}
+#endif
 	err = vfs_setxattr(mnt_idmap(o->path.mnt), o->path.dentry, name, value, size, flags);
 	mnt_drop_write(o->path.mnt);
 	return err;
@@ -352,7 +458,10 @@ int zk_obj_removexattr(struct zk_obj *o, const char *name)
 
 	if (err)
 		return err;
-	err = vfs_removexattr(mnt_idmap(o->path.mnt), o->path.dentry, name);
+	if (IS_ENABLED(CONFIG_FS_POSIX_ACL) && is_posix_acl_xattr(name))
+		err = vfs_remove_acl(mnt_idmap(o->path.mnt), o->path.dentry, name);
+	else
+		err = vfs_removexattr(mnt_idmap(o->path.mnt), o->path.dentry, name);
 	mnt_drop_write(o->path.mnt);
 	return err;
 }

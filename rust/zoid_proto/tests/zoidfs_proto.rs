@@ -851,7 +851,8 @@ fn extended_attributes() {
     assert_eq!(client::removexattr(&t, f, b"user.a"), errno(ENODATA));
     for name in [
         &b"security.x"[..],
-        b"system.posix_acl_access",
+        b"system.posix_acl_accesS",
+        b"system.posix_acl",
         b"user.",
         b"user",
     ] {
@@ -865,11 +866,25 @@ fn extended_attributes() {
 }
 
 #[test]
+fn acl_flags_sit_above_every_mode_bit() {
+    // S_IFMT and the permission bits (0o177777) never meet the flags.
+    assert_eq!(zoidfs::MODE_BITS, 0o177777);
+    for flag in [zoidfs::MODE_HAS_ACL, zoidfs::MODE_HAS_DEFAULT_ACL] {
+        assert_eq!(flag & zoidfs::MODE_BITS, 0);
+        assert_eq!(flag.count_ones(), 1);
+    }
+    assert_ne!(zoidfs::MODE_HAS_ACL, zoidfs::MODE_HAS_DEFAULT_ACL);
+}
+
+#[test]
 fn xattr_lists_keep_forwarded_names() {
-    let mut list = b"security.selinux\0user.a\0system.posix_acl_access\0trusted.t\0".to_vec();
+    let mut list =
+        b"security.selinux\0user.a\0system.posix_acl_access\0system.x\0trusted.t\0".to_vec();
     let n = list.len();
-    assert_eq!(xattr::filter_list(&mut list, n), Some(17));
-    assert_eq!(&list[..17], b"user.a\0trusted.t\0");
+    assert_eq!(xattr::filter_list(&mut list, n), Some(41));
+    assert_eq!(&list[..41], b"user.a\0system.posix_acl_access\0trusted.t\0");
+    assert!(xattr::is_acl(xattr::ACL_ACCESS) && xattr::is_acl(xattr::ACL_DEFAULT));
+    assert!(xattr::name_ok(xattr::ACL_DEFAULT));
     // A last name without its NUL is malformed.
     let mut bad = b"user.a\0user.b".to_vec();
     assert_eq!(xattr::filter_list(&mut bad, 13), None);

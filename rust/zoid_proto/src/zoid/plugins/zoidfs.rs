@@ -202,6 +202,17 @@ wire_struct! {
 /// Upcall function (ION -> CN, plug-in 4): a [`Recall`].
 pub const UPCALL_RECALL: u16 = 1;
 
+/// Flag bits a `zoidfs` attribute carries above its mode's 16 bits (the
+/// `unix` plug-in's [`Stat`] never sets them): the object has an access
+/// ACL ([`xattr::ACL_ACCESS`]).  A CN caches "no ACL" from attributes
+/// without it, so permission checks cost no call.
+pub const MODE_HAS_ACL: u32 = 1 << 16;
+/// The directory has a default ACL: its new entries inherit it, and the
+/// creator's umask does not apply (POSIX 1003.1e).
+pub const MODE_HAS_DEFAULT_ACL: u32 = 1 << 17;
+/// The mode proper of an attribute: file type and permission bits.
+pub const MODE_BITS: u32 = 0xffff;
+
 /// `write`'s `offset` for an append at the ION's end of file.
 pub const APPEND: i64 = -1;
 
@@ -368,16 +379,29 @@ pub mod xattr {
     pub const MAX_LIST: usize = 65536;
     /// The namespaces zoidfs forwards.
     pub const PREFIXES: [&[u8]; 2] = [b"user.", b"trusted."];
+    /// A file's POSIX access ACL, in the kernel's `posix_acl_xattr`
+    /// format (little-endian version 2 header, then 8-byte entries: tag,
+    /// permissions, id).  The ION applies it as setfacl(1) does (the mode's
+    /// group bits follow the mask); ids travel unmapped, as file owners do.
+    pub const ACL_ACCESS: &[u8] = b"system.posix_acl_access";
+    /// A directory's default ACL (what its new entries inherit).
+    pub const ACL_DEFAULT: &[u8] = b"system.posix_acl_default";
+
+    /// Whether `name` is one of the two POSIX ACL names.
+    pub fn is_acl(name: &[u8]) -> bool {
+        name == ACL_ACCESS || name == ACL_DEFAULT
+    }
 
     /// Whether `name` is one zoidfs forwards: a forwarded namespace's
     /// prefix and at least one more byte, at most [`MAX_NAME`] bytes, no
-    /// NUL.
+    /// NUL; or one of the ACL names ([`is_acl`]).
     pub fn name_ok(name: &[u8]) -> bool {
-        name.len() <= MAX_NAME
-            && !name.contains(&0)
-            && PREFIXES
-                .iter()
-                .any(|p| name.len() > p.len() && name.starts_with(p))
+        is_acl(name)
+            || (name.len() <= MAX_NAME
+                && !name.contains(&0)
+                && PREFIXES
+                    .iter()
+                    .any(|p| name.len() > p.len() && name.starts_with(p)))
     }
 
     /// Keeps the forwarded names of a list (names each ending with a NUL,
