@@ -48,12 +48,14 @@
 #include <linux/mm.h>
 #include <linux/namei.h>
 #include <linux/pagemap.h>
+#include <linux/sched/mm.h>
 #include <linux/posix_acl.h>
 #include <linux/posix_acl_xattr.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
 #include <linux/uio.h>
+#include <linux/vmalloc.h>
 #include <linux/writeback.h>
 #include <linux/xattr.h>
 #include "zoidfs.h"
@@ -1480,75 +1482,87 @@ static int zoidfs_read_folio(struct file *file, struct folio *folio)
 }
 
 /*
- * Readahead: the whole window in rsize calls, up to `inflight` of them on
- * the wire, copied into the folios in order.  A folio left !uptodate (an
- * error) is read again by read_folio.
+ * Readahead: the window in calls of up to rsize bytes (whole folios), up to
+ * `inflight` of them on the wire.  Each call's folios are mapped together
+ * (vmap) and its reply is decoded straight into them: the only copy on the
+ * CN is from the reply's pages to the page cache.  A folio left !uptodate
+ * (an error, or no room to map it) is read again by read_folio.
  */
 static void zoidfs_readahead(struct readahead_control *rac)
 {
 	struct inode *inode = rac->mapping->host;
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
-	loff_t next = readahead_pos(rac), end = next + readahead_length(rac);
-	size_t chunk = min_t(size_t, readahead_length(rac), sbi->rsize);
-	ssize_t got[ZOIDFS_INFLIGHT_MAX];
+	unsigned int nr = readahead_count(rac), nfolios = 0, npages = 0;
+	size_t total = readahead_length(rac), chunk = min_t(size_t, total, sbi->rsize);
+	unsigned int next = 0, next_page = 0;	/* the first folio not sent */
+	unsigned int first[ZOIDFS_INFLIGHT_MAX], count[ZOIDFS_INFLIGHT_MAX];
+	void *addr[ZOIDFS_INFLIGHT_MAX];
+	struct folio **folios, *folio;
 	struct zoidfs_pipe p;
-	struct folio *folio;
+	struct page **pages;
 	bool failed = false;
-	void *buf;
+	unsigned int i;
 
-	zoidfs_pipe_init(&p, zoidfs_depth(sbi, readahead_length(rac), chunk));
-	buf = kvmalloc(array_size(p.depth, chunk), GFP_KERNEL);
-	while ((folio = readahead_folio(rac))) {
-		loff_t pos = folio_pos(folio);
-		size_t len = folio_size(folio);
-		bool ok = false;
-
-		while (buf && !failed && !zoidfs_pipe_full(&p) && next < end) {
-			size_t want = min_t(loff_t, end - next, chunk);
-			unsigned int s = zoidfs_pipe_next(&p);
+	folios = kvmalloc_array(nr, sizeof(*folios), GFP_KERNEL);
+	pages = kvmalloc_array(nr, sizeof(*pages), GFP_KERNEL);
+	if (!folios || !pages)
+		goto out;	/* the folios left are read_folio's */
+	while (nfolios < nr && (folio = readahead_folio(rac))) {
+		folios[nfolios++] = folio;
+		for (i = 0; i < folio_nr_pages(folio) && npages < nr; i++)
+			pages[npages++] = folio_page(folio, i);
+	}
+	zoidfs_pipe_init(&p, zoidfs_depth(sbi, total, chunk));
+	for (;;) {
+		while (!failed && !zoidfs_pipe_full(&p) && next < nfolios) {
+			unsigned int s = zoidfs_pipe_next(&p), f = next, pg = next_page;
+			size_t len = 0;
 			struct zoidfs_io *io;
 
-			if (zoidfs_rs_read_start(&sbi->conn, &ZI(inode)->fh, next, buf + s * chunk,
-						 want, &io)) {
+			while (next < nfolios &&
+			       (!len || len + folio_size(folios[next]) <= chunk)) {
+				len += folio_size(folios[next]);
+				next_page += folio_nr_pages(folios[next]);
+				next++;
+			}
+			first[s] = f;
+			count[s] = next - f;
+			addr[s] = vmap(pages + pg, next_page - pg, VM_MAP, PAGE_KERNEL);
+			if (!addr[s] || zoidfs_rs_read_start(&sbi->conn, &ZI(inode)->fh,
+							     folio_pos(folios[f]), addr[s], len,
+							     &io)) {
+				if (addr[s])
+					vunmap(addr[s]);
+				for (i = f; i < next; i++)
+					folio_end_read(folios[i], false);
 				failed = true;
 				break;
 			}
-			got[s] = -EINPROGRESS;
-			zoidfs_pipe_push(&p, io, next, want);
-			next += want;
+			zoidfs_pipe_push(&p, io, folio_pos(folios[f]), len);
 		}
-		/* The oldest call holds this folio (chunks are whole pages). */
-		while (p.n && !failed) {
-			unsigned int s = p.first;
+		if (!p.n)
+			break;
+		/* The oldest call: its folios, in order. */
+		{
+			unsigned int s = zoidfs_pipe_pop(&p);
+			ssize_t got = zoidfs_rs_read_finish(p.io[s]);
 
-			if (got[s] == -EINPROGRESS) {
-				got[s] = zoidfs_rs_read_finish(p.io[s]);
-				if (got[s] < 0) {
-					failed = true;
-					break;
-				}
-				/* Past the ION's end of file: zeroes. */
-				memset(buf + s * chunk + got[s], 0, p.len[s] - got[s]);
-			}
-			if (pos >= p.pos[s] && pos + len <= p.pos[s] + p.len[s]) {
-				memcpy_to_folio(folio, 0, buf + s * chunk + (pos - p.pos[s]), len);
-				ok = true;
-				if (pos + len == p.pos[s] + p.len[s])
-					zoidfs_pipe_pop(&p);
-				break;
-			}
-			zoidfs_pipe_pop(&p);
+			/* Past the ION's end of file: zeroes. */
+			if (got >= 0 && got < p.len[s])
+				memset(addr[s] + got, 0, p.len[s] - got);
+			vunmap(addr[s]);
+			for (i = first[s]; i < first[s] + count[s]; i++)
+				folio_end_read(folios[i], got >= 0);
+			if (got < 0)
+				failed = true;
 		}
-		folio_end_read(folio, ok);
 	}
-	/* Calls no folio needed any more (after an error). */
-	while (p.n) {
-		unsigned int s = zoidfs_pipe_pop(&p);
-
-		if (got[s] == -EINPROGRESS)
-			zoidfs_rs_read_finish(p.io[s]);
-	}
-	kvfree(buf);
+	/* Folios no call was started for (after an error). */
+	for (i = next; i < nfolios; i++)
+		folio_end_read(folios[i], false);
+out:
+	kvfree(folios);
+	kvfree(pages);
 }
 
 static int zoidfs_write_begin(const struct kiocb *iocb, struct address_space *mapping,
@@ -1611,12 +1625,15 @@ out:
 
 /*
  * Write-back: runs of contiguous dirty folios, up to wsize per call and up
- * to `inflight` calls on the wire.  A run is copied into `buf` and sent;
- * its folios stay under writeback until the ION answers.
+ * to `inflight` calls on the wire.  A run's folios are mapped together
+ * (vmap) and the call copies them straight into its message (into `buf`
+ * first only if they cannot be mapped); they stay under writeback until
+ * the ION answers.
  */
 struct zoidfs_wb {
 	struct inode *inode;
 	void *buf;
+	struct page **pages;	/* a run's pages, to map them (wsize / PAGE_SIZE) */
 	size_t cap;
 	loff_t start;
 	size_t len;
@@ -1709,19 +1726,60 @@ static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
 	zoidfs_wb_end(wb, s, n < 0 ? n : 0);
 }
 
+/*
+ * The bytes of run `s`, contiguous: its folios mapped together (*mapped,
+ * to vunmap once the call has copied them), or else copied into `buf`.
+ */
+static const void *zoidfs_wb_data(struct zoidfs_wb *wb, unsigned int s, void **mapped)
+{
+	struct folio **f = wb->folios + s * wb->max;
+	unsigned int i, j, np = 0;
+	size_t done = 0;
+
+	*mapped = NULL;
+	for (i = 0; wb->pages && i < wb->nfolios[s]; i++) {
+		if (np + folio_nr_pages(f[i]) > wb->max)
+			break;
+		for (j = 0; j < folio_nr_pages(f[i]); j++)
+			wb->pages[np++] = folio_page(f[i], j);
+	}
+	if (wb->pages && i == wb->nfolios[s]) {
+		/* Write-back may serve reclaim: no allocation may recurse into fs. */
+		unsigned int nofs = memalloc_nofs_save();
+
+		*mapped = vmap(wb->pages, np, VM_MAP, PAGE_KERNEL);
+		memalloc_nofs_restore(nofs);
+	}
+	if (*mapped)
+		return *mapped;
+	for (i = 0; i < wb->nfolios[s]; i++) {
+		size_t len = min_t(size_t, folio_size(f[i]), wb->len - done);
+
+		memcpy_from_folio(wb->buf + done, f[i], 0, len);
+		done += len;
+	}
+	return wb->buf;
+}
+
 /* Sends the gathered run (waiting for the oldest if the pipe is full). */
 static void zoidfs_wb_flush(struct zoidfs_wb *wb)
 {
 	struct zoidfs_io *io;
+	const void *data;
 	unsigned int s;
+	void *mapped;
 	int err;
 
 	if (!wb->len)
 		return;
 	s = zoidfs_pipe_next(&wb->pipe);
 	wb->nfolios[s] = wb->n;
-	err = zoidfs_rs_write_start(zconn(wb->inode), &ZI(wb->inode)->fh, wb->start, wb->buf,
+	data = zoidfs_wb_data(wb, s, &mapped);
+	/* The start copies the data into the call: the mapping can go. */
+	err = zoidfs_rs_write_start(zconn(wb->inode), &ZI(wb->inode)->fh, wb->start, data,
 				    wb->len, false, &io);
+	if (mapped)
+		vunmap(mapped);
 	if (err)
 		zoidfs_wb_end(wb, s, err);
 	else
@@ -1763,6 +1821,8 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 			return -ENOMEM;
 		}
 	}
+	/* Without it, runs are copied into buf. */
+	wb.pages = kmalloc_array(wb.max, sizeof(*wb.pages), GFP_NOFS | __GFP_NOWARN);
 	zoidfs_pipe_init(&wb.pipe, depth);
 	/* Background write-back runs in a kworker: use the writer's identity. */
 	spin_lock(&inode->i_lock);
@@ -1786,7 +1846,6 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 			zoidfs_wb_flush(&wb);
 		if (!wb.len)
 			wb.start = pos;
-		memcpy_from_folio(wb.buf + wb.len, folio, 0, len);
 		folio_start_writeback(folio);
 		folio_unlock(folio);
 		wb.folios[zoidfs_pipe_next(&wb.pipe) * wb.max + wb.n++] = folio;
@@ -1803,6 +1862,7 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 	}
 	kvfree(wb.buf);
 	kfree(wb.folios);
+	kfree(wb.pages);
 	return error ? error : wb.error;
 }
 
@@ -2785,7 +2845,6 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	if (sbi->export && *sbi->export)
 		seq_show_option(m, "export", sbi->export);
 	seq_printf(m, ",cache=%s", zoidfs_cache_modes[sbi->cache].name);
-	seq_puts(m, root->d_sb->s_flags & SB_POSIXACL ? ",acl" : ",noacl");
 	if (sbi->relaxed)
 		seq_puts(m, ",consistency=relaxed");
 	if (sbi->ssi) {
@@ -2797,6 +2856,7 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u,inflight=%u",
 		   sbi->hard ? "hard" : "soft", sbi->timeo, sbi->retrans, sbi->rsize,
 		   sbi->wsize, sbi->inflight);
+	seq_puts(m, root->d_sb->s_flags & SB_POSIXACL ? ",acl" : ",noacl");
 	return 0;
 }
 

@@ -84,7 +84,7 @@ EOF
   mkdir -p $L $M
   mount -t tmpfs -o mode=1777 tmpfs $L || fail "no local tmpfs"
   mount -t zoidfs zoidfs $M || fail "mount"
-  grep " $M " /proc/mounts | grep -q ",acl," || fail "acl not in the options: $(grep " $M " /proc/mounts)"
+  grep " $M " /proc/mounts | grep -Eq ",acl( |,)" || fail "acl not in the options: $(grep " $M " /proc/mounts)"
   D=$M/cn$ZOID_NODE_ID
   mkdir $D && chmod 1777 $D
   workload $L > /tmp/acl.local 2>&1
@@ -123,7 +123,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   umount $M
   # noacl: no ACLs, and the VFS applies the umask.
   mount -t zoidfs -o noacl zoidfs $M || fail "mount noacl"
-  grep " $M " /proc/mounts | grep -q ",noacl," || fail "noacl not in the options"
+  grep " $M " /proc/mounts | grep -Eq ",noacl( |,)" || fail "noacl not in the options"
   expect_fail 95 $ZX getacl $D/w/acl access || fail "noacl getacl"
   as 1001 "umask 027; touch $D/w/n0"
   [ "$(stat -c %a $D/w/n0)" = 640 ] || fail "noacl umask: $(stat -c %a $D/w/n0)"
