@@ -221,9 +221,8 @@ struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 
 			     int kind, const char *target, u32 rdev, int *err)
 {
 	struct qstr q = QSTR_LEN(name, len);
-	struct dentry *d = NULL;
-
 	int umask = zk_umask_off();
+	struct dentry *d = NULL;
 
 	if (umask < 0) {
 		*err = umask;
