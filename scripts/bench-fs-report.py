@@ -18,8 +18,8 @@ of its defaults and cache=loose; both are in the table).  value > 1 means
 zoidfs did better: throughput and rates zoidfs/peer, latency peer/zoidfs.
 With gnuplot on the PATH it also renders, next to results.json,
 <stem>-seq.svg (throughput vs block size), <stem>-latency.svg (random 4 KiB
-at queue depth 1) and <stem>-meta.svg (metadata rates), and copies them to
-latest-*.svg for the README.
+at queue depth 1), <stem>-meta.svg (metadata rates) and <stem>-scale.svg
+(processes at once), and copies them to latest-*.svg for the README.
 Exits 1 if a figure is missing or a measurement failed.
 """
 import glob
@@ -89,12 +89,20 @@ def plots(values, results):
     table(f"{stem}-meta.dat",
           [(f"{op} {lay}", (lambda s, op=op, lay=lay: f"{s}_{op}_{lay}_ops"))
            for op in ("create", "stat", "unlink") for lay in ("onedir", "dirs")])
+    procs = sorted({int(m.group(1)) for k in values for m in [re.search(r"_par(\d+)_", k)] if m})
+    table(f"{stem}-scale.dat",
+          [(f"{op} x{n}", (lambda s, op=op, n=n: f"{s}_par{n}_{op}_mbps"))
+           for op in ("write", "read") for n in procs])
     cols = " , ".join(f"'{{dat}}' using {i + 2}:xtic(1) title '{LABELS[s]}'"
                       for i, s in enumerate(systems))
     for kind, title, ylabel in (
             ("seq", "Sequential I/O, block size (higher is better)", "Mbit/s"),
             ("latency", "Random 4 KiB at queue depth 1 (lower is better)", "microseconds"),
-            ("meta", "Metadata (higher is better)", "operations/s")):
+            ("meta", "Metadata (higher is better)", "operations/s"),
+            ("scale", "Processes at once on one CN, 1 MiB blocks, aggregate (higher is better)",
+             "Mbit/s")):
+        if kind == "scale" and not procs:
+            continue
         dat = f"{stem}-{kind}.dat"
         svg = f"{stem}-{kind}.svg"
         script = (f"set terminal svg size 900,420 dynamic font 'sans,11'\n"

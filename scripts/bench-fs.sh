@@ -12,7 +12,9 @@
 # bench/results/fs-<date>.json, prints the table and, last, the RATIO lines.
 # Knobs (environment, passed to the guests): REPEAT (5), BENCH_SIZES,
 # BENCH_RAND_OPS, BENCH_META_FILES, BENCH_META_DIRS, BENCH_SYSTEMS,
-# BENCH_ZOIDFS_OPTS (extra zoidfs mount options, e.g. inflight=1).
+# BENCH_ZOIDFS_OPTS (extra zoidfs mount options, e.g. inflight=1),
+# BENCH_PROCS (processes at once on the CN, "1 2 4"), BENCH_PAR_BYTES (each
+# one's file, 16 MiB).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -23,7 +25,8 @@ fsbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/fsbench.c)
 tcpbench=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)
 peers=$("$here/bench-peers.sh" "$repo/out/bench-peers")
 env="REPEAT=${REPEAT:-5}"
-for k in BENCH_SIZES BENCH_RAND_OPS BENCH_META_FILES BENCH_META_DIRS BENCH_SYSTEMS BENCH_ZOIDFS_OPTS; do
+for k in BENCH_SIZES BENCH_RAND_OPS BENCH_META_FILES BENCH_META_DIRS BENCH_SYSTEMS BENCH_ZOIDFS_OPTS \
+    BENCH_PROCS BENCH_PAR_BYTES; do
   [ -z "${!k:-}" ] || env="$env $k='${!k}'"
 done
 # gnuplot renders the plots (Debian's gnuplot-nox, installed on first use).

@@ -11,6 +11,11 @@
  *                                      files spread over DIRS directories
  *   fsbench openclose FILE OPS         open(O_RDONLY) and close FILE OPS
  *                                      times (a path without data)
+ *   fsbench par write|read DIR PROCS BLOCK TOTAL
+ *                                      PROCS processes at once, each on its
+ *                                      own file DIR/par-<i> (write: TOTAL
+ *                                      bytes, then fsync; read: the whole
+ *                                      file, TOTAL unused)
  *   fsbench mount SOURCE DIR TYPE DATA mount(2) with DATA as the options
  *                                      string (busybox's mount would run its
  *                                      own NFSv3 mount protocol for nfs4)
@@ -19,6 +24,7 @@
  * scripts parse:
  *   ok op=<op> bytes=<bytes> ns=<elapsed>
  *   ok op=<op> ops=<n> ns=<elapsed> p50_ns=<median> p99_ns=<99th percentile>
+ *   ok op=par_<op> procs=<n> bytes=<all> ns=<wall> jain_ppm=<fairness>
  * and exits 1 (with the failing call on stderr) if anything fails: a
  * benchmark never reports a number for work that did not happen.  Written
  * data is a counter pattern that read checks at a few places per block
@@ -33,6 +39,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -313,8 +320,82 @@ static void usage(void)
 		"usage: fsbench write FILE BLOCK TOTAL | read FILE BLOCK |\n"
 		"       randread FILE BLOCK OPS | randwrite FILE BLOCK OPS |\n"
 		"       meta DIR FILES DIRS | openclose FILE OPS |\n"
-		"       mount SOURCE DIR TYPE DATA\n");
+		"       par write|read DIR PROCS BLOCK TOTAL | mount SOURCE DIR TYPE DATA\n");
 	exit(2);
+}
+
+/*
+ * `par`: the aggregate rate is all the bytes over the wall time from the
+ * first start to the last end; fairness is Jain's index over the
+ * processes' own rates ((sum r)^2 / (n sum r^2): 1 when all are equal,
+ * 1/n when one process gets everything), in millionths.
+ */
+static int parallel(const char *op, const char *dir, uint64_t procs, size_t block,
+		    uint64_t total)
+{
+	static char lines[65536];
+	uint64_t t0, wall, sum_bytes = 0, i;
+	double sum_r = 0, sum_r2 = 0;
+	size_t used = 0;
+	char file[4096];
+	ssize_t got;
+	int fds[2], status, writing = !strcmp(op, "write");
+
+	if ((!writing && strcmp(op, "read")) || procs > 64) {
+		errno = EINVAL;
+		die("par: write or read, at most 64 processes, not", op);
+	}
+	if (pipe(fds))
+		die("pipe", "");
+	t0 = now_ns();
+	for (i = 0; i < procs; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork", "");
+		if (pid == 0) {
+			/* The child's result line goes to the parent (one short write). */
+			close(fds[0]);
+			if (dup2(fds[1], 1) < 0)
+				die("dup2", "");
+			snprintf(file, sizeof(file), "%s/par-%llu", dir, (unsigned long long)i);
+			if (writing)
+				seq_write(file, block, total);
+			else
+				seq_read(file, block);
+			fflush(stdout);
+			_exit(0);
+		}
+	}
+	close(fds[1]);
+	while (used < sizeof(lines) - 1 &&
+	       (got = read(fds[0], lines + used, sizeof(lines) - 1 - used)) > 0)
+		used += (size_t)got;
+	lines[used] = 0;
+	for (i = 0; i < procs; i++)
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+			errno = EIO;
+			die("par: a process failed", op);
+		}
+	wall = now_ns() - t0;
+	for (char *l = strtok(lines, "\n"); l; l = strtok(NULL, "\n")) {
+		unsigned long long bytes, ns;
+
+		if (sscanf(l, "ok op=%*s bytes=%llu ns=%llu", &bytes, &ns) != 2 || !ns)
+			continue;
+		sum_bytes += bytes;
+		sum_r += (double)bytes / ns;
+		sum_r2 += ((double)bytes / ns) * ((double)bytes / ns);
+	}
+	if (!sum_r2) {
+		errno = EIO;
+		die("par: no results from", op);
+	}
+	printf("ok op=par_%s procs=%llu bytes=%llu ns=%llu jain_ppm=%llu\n", op,
+	       (unsigned long long)procs, (unsigned long long)sum_bytes,
+	       (unsigned long long)wall,
+	       (unsigned long long)(1e6 * sum_r * sum_r / (procs * sum_r2) + 0.5));
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -330,6 +411,9 @@ int main(int argc, char **argv)
 		return random_io(argv[2], number(argv[3]), number(argv[4]), 1);
 	if (argc == 5 && !strcmp(argv[1], "meta"))
 		return meta(argv[2], number(argv[3]), number(argv[4]));
+	if (argc == 7 && !strcmp(argv[1], "par"))
+		return parallel(argv[2], argv[3], number(argv[4]), number(argv[5]),
+				number(argv[6]));
 	if (argc == 4 && !strcmp(argv[1], "openclose"))
 		return open_close(argv[2], number(argv[3]));
 	if (argc == 6 && !strcmp(argv[1], "mount")) {

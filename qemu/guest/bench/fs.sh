@@ -18,6 +18,8 @@
 #   BENCH <fs>_write_<size>_mbps / <fs>_read_<size>_mbps   sequential, Mbit/s
 #   BENCH <fs>_randread_4k_p50_us / _p99_us (and randwrite)  QD 1 latency
 #   BENCH <fs>_<create|stat|unlink>_<onedir|dirs>_ops       metadata, ops/s
+#   BENCH <fs>_par<N>_<write|read>_mbps / _jain      N processes at once,
+#         each on its own file: aggregate Mbit/s and Jain's fairness index
 # plus the raw link: BENCH raw_tcp_tput_1m_mbps, raw_treenet_tput_1m_mbps.
 # The CN's caches are dropped before every run.
 FSB=${FSBENCH:-/zoid/bench/fsbench}
@@ -31,6 +33,9 @@ RAND_OPS=${BENCH_RAND_OPS:-400}
 META_FILES=${BENCH_META_FILES:-500}
 META_DIRS=${BENCH_META_DIRS:-10}
 SYSTEMS=${BENCH_SYSTEMS:-"zoidfs zoidfs_loose nfs 9p 9p_loose"}
+# Processes at once on the CN (empty: no scaling runs), bytes each writes.
+PROCS=${BENCH_PROCS-"1 2 4"}
+PAR_BYTES=${BENCH_PAR_BYTES:-16777216}
 # Extra zoidfs mount options for both zoidfs systems (inflight=, rsize=...).
 ZOPTS=${BENCH_ZOIDFS_OPTS:-}
 Z=/sys/kernel/zoid
@@ -126,6 +131,9 @@ result() {
   esac
 }
 
+# jain <line>: the fairness index of an fsbench par result line.
+jain() { awk -v v="$(field jain_ppm "$1")" 'BEGIN { if (v > 0) printf "%.4f", v / 1e6; else exit 1 }'; }
+
 # phase <output> <op>: the result line of one phase of an fsbench output.
 phase() { echo "$1" | grep "^ok op=$2 " | head -1; }
 
@@ -184,12 +192,37 @@ fs_workloads() { # <system> <dir>
   done
 }
 
+# Scaling on one CN: N processes write, then read, 1 MiB blocks, each its
+# own PAR_BYTES file, at once.
+scale_workloads() { # <system> <dir>
+  sys=$1 d=$2   # (report() sets n)
+  for np in $PROCS; do
+    w= r= wj= rj=
+    i=0
+    while [ $i -lt "$REPEAT" ]; do
+      for op in write read; do
+        drop_caches
+        out=$("$FSB" par $op "$d" "$np" 1048576 "$PAR_BYTES" 2>&1) && v=$(result "$out" mbps) &&
+          j=$(jain "$out") || { fail "${sys}_par${np}_$op" "$out"; return 1; }
+        if [ $op = write ]; then w="$w $v" wj="$wj $j"; else r="$r $v" rj="$rj $j"; fi
+      done
+      i=$((i + 1))
+    done
+    report "${sys}_par${np}_write_mbps" $w
+    report "${sys}_par${np}_read_mbps" $r
+    report "${sys}_par${np}_write_jain" $wj
+    report "${sys}_par${np}_read_jain" $rj
+    rm -f "$d"/par-*
+  done
+}
+
 for sys in $SYSTEMS; do
   err=$(mount_fs "$sys" 2>&1) || { fail "${sys}_mount" "$err $(dmesg | tail -2)"; continue; }
   say "$sys: $(grep " $M " /proc/mounts)"
   d=$M/cn$ZOID_NODE_ID-$sys
   mkdir -p "$d" || { fail "${sys}_mkdir"; umount $M; continue; }
   fs_workloads "$sys" "$d"
+  [ -z "$PROCS" ] || scale_workloads "$sys" "$d"
   rm -rf "$d"
   umount $M || fail "${sys}_umount" "cannot unmount"
 done
