@@ -936,8 +936,13 @@ impl Membership {
             }
         }
         drop(c);
-        if let Err(e) = self.rebuild(ctx, me, survivors) {
-            pr_err!("rebuild failed: {e:?}\n");
+        match self.rebuild(ctx, me, survivors) {
+            Ok(()) => {}
+            // The thread is stopping (ssi unloads): nothing failed.
+            Err(e) if e == EINTR && ctx.should_stop() => {
+                pr_info!("rebuild abandoned: ssi is stopping\n");
+            }
+            Err(e) => pr_err!("rebuild failed: {e:?}\n"),
         }
     }
 
