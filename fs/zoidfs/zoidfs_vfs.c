@@ -48,9 +48,9 @@
 #include <linux/mm.h>
 #include <linux/namei.h>
 #include <linux/pagemap.h>
-#include <linux/sched/mm.h>
 #include <linux/posix_acl.h>
 #include <linux/posix_acl_xattr.h>
+#include <linux/sched/mm.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/statfs.h>
@@ -218,18 +218,14 @@ static bool zoidfs_has_dirty(struct inode *inode)
 }
 
 /*
- * Brings `inode` up to the ION's attributes.  `ours`: the change is our
- * own write's, so cached pages stay valid.  While dirty data is waiting,
- * the size is ours (at least what we wrote).
- */
-/*
  * The ACL cache follows the attributes (mount option acl): an object the
  * ION says has no ACL of a kind caches "none" (permission checks then
  * cost no call); one that has one keeps what was fetched while its ctime
  * stays the same (setting an ACL, or a chmod that rewrites its mask,
  * changes the ctime), else fetches it again at the next check.
  */
-static void zoidfs_acl_follow(struct inode *inode, const struct zoidfs_attr *a, bool ctime_changed)
+static void zoidfs_acl_follow(struct inode *inode, const struct zoidfs_attr *a,
+			      bool ctime_changed)
 {
 #ifdef CONFIG_FS_POSIX_ACL
 	struct {
@@ -242,7 +238,6 @@ static void zoidfs_acl_follow(struct inode *inode, const struct zoidfs_attr *a, 
 	};
 	int i;
 
-	ZI(inode)->acl = a->acl;
 	if (!IS_POSIXACL(inode) || S_ISLNK(inode->i_mode))
 		return;
 	for (i = 0; i < ARRAY_SIZE(kinds); i++) {
@@ -258,6 +253,11 @@ static void zoidfs_acl_follow(struct inode *inode, const struct zoidfs_attr *a, 
 #endif
 }
 
+/*
+ * Brings `inode` up to the ION's attributes.  `ours`: the change is our
+ * own write's, so cached pages stay valid.  While dirty data is waiting,
+ * the size is ours (at least what we wrote).
+ */
 static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bool ours)
 {
 	struct timespec64 mtime = inode_get_mtime(inode);
@@ -288,6 +288,7 @@ static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bo
 	inode_set_atime(inode, a->atime_sec, a->atime_nsec);
 	inode_set_mtime(inode, a->mtime_sec, a->mtime_nsec);
 	inode_set_ctime(inode, a->ctime_sec, a->ctime_nsec);
+	ZI(inode)->acl = a->acl;
 	zoidfs_acl_follow(inode, a, ctime.tv_sec != a->ctime_sec ||
 			  ctime.tv_nsec != a->ctime_nsec);
 	/* Someone changed the file: what mmap cached is stale. */
