@@ -94,6 +94,52 @@ class ConsoleTest(unittest.TestCase):
         failed_cmd = [ln.replace("cmd-end 0", "cmd-end 3") for ln in FINISHED]
         self.assertIn("command exited 3", node_with(failed_cmd, []).problems())
 
+    def test_deepest_stack_is_noted_and_a_thin_margin_fails(self):
+        deep = ["[   12.5] zoid_worker (212) used greatest stack depth: 5120 bytes left"]
+        n = node_with(FINISHED + deep, [])
+        self.assertEqual(n.problems(), [])
+        self.assertIn("deepest stack at exit: zoid_worker, 5120 bytes left", n.notes)
+        thin = deep + ["[   13.0] treenet (3143) used greatest stack depth: 96 bytes left"]
+        self.assertTrue(any("stack nearly exhausted: treenet" in p
+                            for p in node_with(FINISHED + thin, []).problems()))
+
+    def test_sysrq_dump_at_the_timeout_names_the_stuck_tasks(self):
+        dump = [
+            "[ 190.3] sysrq: Show State",
+            "[ 190.4] task:treenet         state:S stack:0     pid:61    tgid:61    ppid:2",
+            "[ 190.4] Call Trace:",
+            "[ 190.4]  __schedule+0xa7a/0xe70",
+            "[ 190.4]  ? zk_thread_wait+0x17/0xc0 [treenet]",
+            "[ 190.4]  schedule_timeout+0x8e/0x120",
+            "[ 190.4]  zk_thread_wait+0x7f/0xc0 [treenet]",
+            "[ 190.4]  _RNvXs4_NtCsheDuKhwaxIW_12treenet_main6engineNtB5_7TreenetNtNtNtB7_"
+            "11zoid_kernel7kthread10ThreadBody3run+0x1a62/0x1c2f [treenet]",
+            "[ 190.4]  kthread+0x1ce/0x200",
+            "[ 190.5] task:sh              state:S stack:0     pid:212   tgid:212   ppid:156",
+            "[ 190.5] Call Trace:",
+            "[ 190.5]  __schedule+0xa7a/0xe70",
+            "[ 190.5]  schedule_timeout+0x8e/0x120",
+            "[ 190.5]  _RNvMs2_NtCsheDuKhwaxIW_12treenet_main6engineNtB5_7Treenet13wait_progress"
+            "+0x62/0x90 [treenet]",
+            "[ 190.5]  store_trampoline+0x31/0x63 [treenet]",
+            "[ 190.5]  kernfs_fop_write_iter+0x1c/0x2a0",
+            "[ 190.5]  vfs_write+0x2b0/0x3a0",
+            "[ 190.6] task:cat             state:D stack:0     pid:230   tgid:230   ppid:212",
+            "[ 190.6] Call Trace:",
+            "[ 190.6]  __schedule+0xa7a/0xe70",
+            "[ 190.6]  __mutex_lock+0x10/0x200",
+            "[ 190.6]  zoidfs_read_iter+0x10/0x200 [zoidfs]",
+        ]
+        n = node_with(FINISHED[:3] + dump, [])
+        n.sysrq_from = 3
+        self.assertEqual(
+            n.stuck_summary(),
+            "cat(230) D in __mutex_lock < zoidfs_read_iter[zoidfs]; "
+            "sh(212) S in Treenet::wait_progress[treenet] < trampoline[treenet] < "
+            "kernfs_fop_write_iter")
+        # The dump's call traces are not splats.
+        self.assertFalse(any("splat" in p for p in n.problems()))
+
     def test_known_boot_splat_before_init_is_a_note(self):
         boot = ["[    0.004664] BUG: KASAN: wild-memory-access in rcu_is_watching+0x20/0x40",
                 "[    0.004700] Call Trace:", "[    1.0] Run /init as init process"]

@@ -8,7 +8,8 @@ Steps (each counted; a failure does not stop the later independent steps):
     harness's log parsing;
   * rustfmt (kernel's .rustfmt.toml) on every kernel-side Rust file;
   * per arch (x86_64 debug, ppc32 debug): kernel build (cached), module build
-    with warnings as errors and clippy (W=e CLIPPY=1), then a pset boot where
+    with warnings as errors and clippy (W=e CLIPPY=1) (ppc32: every function's
+    stack frame within budget, scripts/check-stack-frames.py), then a pset boot where
     every node runs the in-guest integration tests (x86_64: ION + 2 CNs,
     ppc32: ION + 1 CN); every KUnit test case and
     every in-guest test on every node counts, and each node counts once more
@@ -148,6 +149,12 @@ def arch_checks(arch, flavor="debug"):
     record(ok, f"{arch} modules build, warnings as errors, clippy ({time.time() - t0:.0f}s)")
     if not ok:
         return
+    if arch == "ppc32":
+        # 8 KiB stacks: no Rust function may take a big bite of one.
+        ok, out = run([os.path.join(REPO, "scripts/check-stack-frames.py"),
+                       os.path.join(REPO, "out", f"{arch}-{flavor}")], f"{arch}-stack-frames")
+        largest = next((ln.split()[0] for ln in out.splitlines()[1:2]), "?")
+        record(ok, f"{arch} stack frames within budget (largest {largest} bytes)")
     adds = []
     tools = [f"zoid/{t}" for t in
              ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr")]

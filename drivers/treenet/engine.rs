@@ -20,7 +20,7 @@ use crate::zoid_proto::siphash::SipKey;
 use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
 use crate::zoid_proto::treenet::grant::{
-    GrantError, GrantQueue, Request, Waiting, MAX_WAITING_PER_PEER,
+    GrantError, GrantQueue, Request, Waiting, MAX_SLOTS, MAX_WAITING_PER_PEER,
 };
 use crate::zoid_proto::treenet::wire::{
     self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, Role, Seal, Session, BROADCAST,
@@ -94,6 +94,9 @@ pub(crate) struct Knobs {
     pub(crate) dup_ppm: Atomic<u32>,
     /// Reordered frames, parts per million.
     pub(crate) reorder_ppm: Atomic<u32>,
+    /// Fault injection on receive: data and ack frames dropped, parts per
+    /// million; hellos pass (a neighbour that stays up but takes no data).
+    pub(crate) deaf_ppm: Atomic<u32>,
 }
 
 impl Knobs {
@@ -112,6 +115,7 @@ impl Knobs {
             drop_burst: Atomic::new(1),
             dup_ppm: Atomic::new(0),
             reorder_ppm: Atomic::new(0),
+            deaf_ppm: Atomic::new(0),
         }
     }
 }
@@ -140,6 +144,7 @@ counters! {
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
         msgs_failed: "Queued messages dropped: peer down or request refused.",
+        send_stalls: "Blocking sends failed (ETIMEDOUT): the destination's queue stayed over its bound with nothing acknowledged for 4 x peer_timeout_ms.",
         drop_truncated: "Frames dropped: truncated.",
         drop_oversized: "Frames dropped: payload over the local limit.",
         drop_bad_version: "Frames dropped: unknown wire version.",
@@ -162,6 +167,7 @@ counters! {
         inject_drop: "Frames dropped by fault injection.",
         inject_dup: "Frames duplicated by fault injection.",
         inject_reorder: "Frames reordered by fault injection.",
+        inject_deaf: "Data and ack frames dropped on receive by fault injection (deaf_ppm).",
         tx_errors: "Frames the device refused.",
     }
 }
@@ -293,10 +299,14 @@ struct Inner {
     /// Our session id on each link, announced in hellos; renewed when we
     /// lose the neighbour there, so it resets its side too.
     link_epoch: KVec<u32>,
-    neighbors: KVec<Neighbor>,
+    /// Boxed: a `Neighbor` is ~1.8 KiB (its lanes' windows), too big to
+    /// move through the engine thread's 8 KiB stack on ppc32.
+    neighbors: KVec<KBox<Neighbor>>,
     channels: KVec<Channel>,
     chan_stats: KVec<ChannelStats>,
-    grants: GrantQueue<KVec<Waiting>>,
+    /// Its waiting requests and active grants both on the heap (see
+    /// [`new_grants`]).
+    grants: Grants,
     next_msg_id: u32,
     loop_frames: KVec<KVec<u8>>,
     held: Option<(usize, Mac, KVec<u8>)>,
@@ -356,11 +366,11 @@ pub(crate) struct PeerInfo {
     pub(crate) below: usize,
 }
 
-fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> Result<TxLane> {
-    Ok(TxLane {
+fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> TxLane {
+    TxLane {
         win: SendWindow::new(0, win, RtoEstimator::new(200_000, rto_min, rto_max)),
         msgs: KVec::new(),
-    })
+    }
 }
 
 /// How long a receiver holds an ack back (µs): `ack_delay_us`, well
@@ -368,6 +378,19 @@ fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> Result<TxLane> {
 fn ack_delay_us(k: &Knobs) -> u64 {
     let rto_min_us = u64::from(k.rto_min_ms.load(Relaxed)) * 1000;
     u64::from(k.ack_delay_us.load(Relaxed)).min(rto_min_us / 4)
+}
+
+/// The rendezvous grant queue, its storage on the heap.
+pub(crate) type Grants = GrantQueue<KVec<Waiting>, KVec<Option<Waiting>>>;
+
+/// A grant queue holding `storage.len()` waiting requests, its
+/// `MAX_SLOTS` active grants on the heap too: as an array they would take
+/// 2.5 KiB of the state, moved through 8 KiB kernel stacks (ppc32) when it
+/// is built.
+pub(crate) fn new_grants(storage: KVec<Waiting>, slots: usize) -> Result<Grants> {
+    let mut active = KVec::with_capacity(MAX_SLOTS, GFP_KERNEL)?;
+    active.resize(MAX_SLOTS, None, GFP_KERNEL)?;
+    Ok(GrantQueue::with_slot_storage(storage, active, slots))
 }
 
 /// Heap storage for `len` waiting rendezvous requests.
@@ -502,7 +525,7 @@ impl Treenet {
             neighbors: KVec::new(),
             channels: KVec::new(),
             chan_stats,
-            grants: GrantQueue::with_storage(grant_storage(GRANT_QUEUE_MIN)?, 2),
+            grants: new_grants(grant_storage(GRANT_QUEUE_MIN)?, 2)?,
             next_msg_id: random_u32(),
             loop_frames: KVec::new(),
             held: None,
@@ -651,6 +674,7 @@ impl Treenet {
     }
 
     /// Unbinds link slot `idx` (if bound): its neighbours go down.
+    #[inline(never)]
     fn unbind_at(&self, idx: usize) {
         let mut g = self.inner.lock();
         let Some(link) = g.links.get_mut(idx).and_then(|l| l.take()) else {
@@ -804,7 +828,9 @@ impl Treenet {
 
     /// Sends `msg` on `channel` to node `dst` (or [`BROADCAST`]: every node
     /// below this one).  With `block`, waits while the destination's queue
-    /// is over its memory bound; otherwise fails with `EAGAIN`.  A send from
+    /// is over its memory bound (and fails with `ETIMEDOUT` if it takes
+    /// nothing for 4 x `peer_timeout_ms` meanwhile); otherwise fails with
+    /// `EAGAIN`.  A send from
     /// an upper layer's receive handler never waits or fails for space (the
     /// engine that makes the space may be the one running the handler).
     pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
@@ -831,19 +857,38 @@ impl Treenet {
         let in_handler =
             self.delivering.load(Relaxed) == kernel::task::Task::current_raw() as usize;
         let mut g = self.inner.lock();
+        // A blocked sender gives up when its destination acknowledges
+        // nothing for this long: a neighbour that still says hello but no
+        // longer takes data must not hang its callers.
+        let stall_ns = 4 * u64::from(self.knobs.peer_timeout_ms.load(Relaxed)) * 1_000_000;
+        let mut progress: Option<(usize, u64)> = None;
         loop {
             let bound = 2 * max + (1 << 20);
-            let over = if dst == BROADCAST {
-                g.children().any(|i| g.neighbors[i].queued_bytes > bound)
+            let (over, queued) = if dst == BROADCAST {
+                g.children().fold((false, 0), |(o, q), i| {
+                    let b = g.neighbors[i].queued_bytes;
+                    (o || b > bound, q + b)
+                })
             } else {
                 let r = g.route(dst).ok_or(EHOSTUNREACH)?;
-                g.neighbors[r].queued_bytes > bound
+                let b = g.neighbors[r].queued_bytes;
+                (b > bound, b)
             };
             if !over || in_handler {
                 break;
             }
             if !block {
                 return Err(EAGAIN);
+            }
+            let now = now_ns();
+            match progress {
+                Some((q, since)) if queued >= q => {
+                    if now.saturating_sub(since) > stall_ns {
+                        count(&self.stats.send_stalls);
+                        return Err(ETIMEDOUT);
+                    }
+                }
+                _ => progress = Some((queued, now)),
             }
             g.blocked_senders += 1;
             let r = self
@@ -1260,6 +1305,7 @@ impl Inner {
         }
     }
 
+    #[inline(never)]
     fn send_hellos(&mut self, k: &Knobs, s: &Stats) {
         let mut below = [0u16; HELLO_MAX_BELOW];
         let mut n_below = 0usize;
@@ -1497,7 +1543,7 @@ impl Inner {
         let mut next = u64::MAX;
         for ni in 0..self.neighbors.len() {
             for lane in Lane::ALL {
-                let n = &mut self.neighbors[ni];
+                let n = &mut *self.neighbors[ni];
                 let r = &mut n.rx[lane.index()];
                 if r.unacked == 0 && !r.ack_now {
                     continue;
@@ -1616,6 +1662,11 @@ impl Inner {
         if !self.authentic(s, seal, session, frame) {
             return;
         }
+        let deaf_ppm = k.deaf_ppm.load(Relaxed);
+        if deaf_ppm != 0 && random_u32() % 1_000_000 < deaf_ppm {
+            count(&s.inject_deaf);
+            return;
+        }
         count(&s.frames_received);
         self.neighbors[ni].last_rx_ns = now;
         match h.kind {
@@ -1686,6 +1737,7 @@ impl Inner {
         hello
     }
 
+    #[inline(never)]
     fn handle_hello(&mut self, s: &Stats, li: usize, mac: Mac, src: u16, hello: Hello, now: u64) {
         if let Some(ni) = self.neighbor(src) {
             if self.neighbors[ni].link != li || self.neighbors[ni].epoch != hello.epoch {
@@ -1748,6 +1800,10 @@ impl Inner {
         }
     }
 
+    // Never inlined (nor the other rare paths marked so): its ~1.8 KiB
+    // `Neighbor` temporary would otherwise sit in `handle_frame`'s frame on
+    // every received frame's path (8 KiB stacks on ppc32).
+    #[inline(never)]
     fn new_neighbor(&mut self, node: u16, link: usize, mac: Mac, epoch: u32) -> Result<usize> {
         // Room for every neighbour's requests, so none is refused.
         let needed = (self.neighbors.len() + 1) * MAX_WAITING_PER_PEER;
@@ -1755,7 +1811,10 @@ impl Inner {
             let bigger = grant_storage(needed.max(2 * self.grants.capacity()))?;
             self.grants.replace_storage(bigger).map_err(|_| EINVAL)?;
         }
-        let n = Neighbor {
+        let rx = [lane_rx(128)?, lane_rx(128)?];
+        // Allocated first and written in place, not built on the stack.
+        let slot = KBox::<Neighbor>::new_uninit(GFP_KERNEL)?;
+        let n = slot.write(Neighbor {
             node,
             link,
             mac,
@@ -1766,16 +1825,16 @@ impl Inner {
             last_rx_ns: 0,
             up: false,
             tx: [
-                lane_tx(64, 20_000, 2_000_000)?,
-                lane_tx(64, 20_000, 2_000_000)?,
+                lane_tx(64, 20_000, 2_000_000),
+                lane_tx(64, 20_000, 2_000_000),
             ],
-            rx: [lane_rx(128)?, lane_rx(128)?],
+            rx,
             rdv_wait: KVec::new(),
             rts_out: 0,
             granted: None,
             grant_finish: 0,
             queued_bytes: 0,
-        };
+        });
         self.neighbors.push(n, GFP_KERNEL)?;
         Ok(self.neighbors.len() - 1)
     }
@@ -1789,6 +1848,7 @@ impl Inner {
         let _ = self.peer_log.push((node, up, silent_ms), GFP_KERNEL);
     }
 
+    #[inline(never)]
     fn neighbor_down(&mut self, ni: usize, s: &Stats) {
         let silent_ms = ns_to_ms(now_ns().saturating_sub(self.neighbors[ni].last_rx_ns));
         if self.neighbors[ni].up {
@@ -2017,6 +2077,7 @@ impl Inner {
     }
 
     /// A rendezvous control message from neighbour `ni`.
+    #[inline(never)]
     fn control_in(&mut self, k: &Knobs, s: &Stats, ni: usize, buf: &MsgBuf) {
         let mut b = [0u8; 12];
         if buf.len() != 12 || buf.read_at(0, &mut b).is_err() {

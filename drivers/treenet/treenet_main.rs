@@ -287,6 +287,7 @@ knob!(
 knob!(show_grant_slots, store_grant_slots, grant_slots, 1, 64);
 knob!(show_drop_ppm, store_drop_ppm, drop_ppm, 0, 1_000_000);
 knob!(show_drop_burst, store_drop_burst, drop_burst, 1, 1000);
+knob!(show_deaf_ppm, store_deaf_ppm, deaf_ppm, 0, 1_000_000);
 knob!(show_dup_ppm, store_dup_ppm, dup_ppm, 0, 1_000_000);
 knob!(
     show_reorder_ppm,
@@ -374,7 +375,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 29] = [
+static ATTRS: [Attribute<Ctx>; 30] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -399,6 +400,7 @@ static ATTRS: [Attribute<Ctx>; 29] = [
     Attribute::rw(c"drop_burst", show_drop_burst, store_drop_burst),
     Attribute::rw(c"dup_ppm", show_dup_ppm, store_dup_ppm),
     Attribute::rw(c"reorder_ppm", show_reorder_ppm, store_reorder_ppm),
+    Attribute::rw(c"deaf_ppm", show_deaf_ppm, store_deaf_ppm),
     Attribute::rw(c"selftest", show_selftest, store_selftest),
     Attribute::ro(c"selftest_events", show_selftest_events),
     Attribute::ro(c"max_window", show_max_window),
@@ -606,7 +608,7 @@ mod tests {
 mod proto_tests {
     use super::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
     use super::zoid_proto::treenet::frag::{frame_count, frame_spec, Reassembler};
-    use super::zoid_proto::treenet::grant::{GrantQueue, Request, Waiting};
+    use super::zoid_proto::treenet::grant::{Request, Waiting};
     use super::zoid_proto::treenet::wire::*;
     use kernel::prelude::*;
 
@@ -731,7 +733,9 @@ mod proto_tests {
     fn grants_take_turns_one_per_peer() {
         let mut storage = KVec::new();
         assert!(storage.resize(8, Waiting::default(), GFP_KERNEL).is_ok());
-        let mut g = GrantQueue::with_storage(storage, 4);
+        let Ok(mut g) = super::engine::new_grants(storage, 4) else {
+            panic!("no memory for a grant queue");
+        };
         let r = |peer, id| Request { peer, id, len: 1 };
         assert!(g.push(r(1, 1)).is_ok());
         assert!(g.push(r(1, 2)).is_ok());

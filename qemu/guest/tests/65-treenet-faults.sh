@@ -41,6 +41,47 @@ for loss in 200000:1 15000:8; do
 done
 barrier $tag
 echo "$timeout0" > $T/peer_timeout_ms
+# A neighbour that says hello but takes no data (deaf_ppm on the ION: its
+# data and acks dropped on receive, hellos kept): CN 1's blocking send,
+# its queue over the bound (max_msg_size lowered to 64 KiB: 2 x 64 KiB +
+# 1 MiB), fails with ETIMEDOUT after 4 x peer_timeout_ms without progress
+# (send_stalls) instead of hanging, and the session stays up.  Once the
+# ION listens again, what was queued is delivered.
+stall_s=$(( 4 * timeout0 / 1000 ))
+downs=$(stat peer_down)
+barrier 660
+if [ "$ZOID_ROLE" = ion ]; then
+  echo 1000000 > $T/deaf_ppm
+  sleep $((stall_s + 8))
+  echo 0 > $T/deaf_ppm
+  echo "deaf for $((stall_s + 8)) s: inject_deaf=$(stat inject_deaf)"
+elif [ "$ZOID_NODE" = cn1 ]; then
+  sleep 1
+  max0=$(cat $T/max_msg_size); echo 65536 > $T/max_msg_size
+  stalls=$(stat send_stalls)
+  t0=$(cut -d. -f1 /proc/uptime)
+  if echo "send 0 65536 40" > $T/selftest 2>/dev/null; then
+    echo "a send to a deaf ION succeeded"; exit 1
+  fi
+  waited=$(( $(cut -d. -f1 /proc/uptime) - t0 ))
+  echo "send to a deaf ION failed after ${waited} s (stall limit ${stall_s} s)"
+  [ "$(stat send_stalls)" = $((stalls + 1)) ] || { echo "send_stalls not counted"; diag; exit 1; }
+  [ "$waited" -ge "$stall_s" ] || { echo "gave up before ${stall_s} s"; exit 1; }
+  echo "$max0" > $T/max_msg_size
+fi
+barrier 661
+if [ "$ZOID_ROLE" = cn ]; then
+  [ "$(stat peer_down)" = "$downs" ] || { echo "the deaf ION's session went down"; diag; exit 1; }
+  # Everything queued reaches the ION (then its verdicts come back).
+  _i=0
+  until awk 'NR > 1 && $1 == 0 { q = $8 } END { exit q != 0 }' $T/peers; do
+    _i=$((_i + 1))
+    [ $_i -le 600 ] || { echo "the queue to the ION did not drain"; diag; exit 1; }
+    sleep 0.2
+  done
+  sleep 2
+fi
+barrier 662
 lossy=$(awk -v s="$start" '{ printf "%.1f", $1 - s }' /proc/uptime)
 echo "lossy_seconds=$lossy retransmits=$(stat retransmits) rto_expired=$(stat rto_expired)" \
   "duplicates=$(stat duplicates) inject_drop=$(stat inject_drop)"

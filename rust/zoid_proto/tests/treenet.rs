@@ -280,6 +280,29 @@ fn grants_take_turns_one_per_peer_bounded_by_slots() {
     assert_eq!(g.push(r(20, 1)), Err(GrantError::Full));
 }
 
+/// Active grants kept in caller storage (the kernel's heap `KVec`): its
+/// length bounds the slots, whatever `set_slots` asks, and its stale
+/// contents are cleared.
+#[test]
+fn slot_storage_bounds_the_grants() {
+    let stale = Waiting::default();
+    let mut g = GrantQueue::with_slot_storage(
+        vec![Waiting::default(); 8],
+        vec![Some(stale), Some(stale)],
+        64,
+    );
+    assert_eq!(g.active(), 0);
+    let r = |peer, id| Request { peer, id, len: 1 };
+    for peer in 1..=4 {
+        assert!(g.push(r(peer, 1)).is_ok());
+    }
+    assert_eq!(g.next_grant(), Some(r(1, 1)));
+    assert_eq!(g.next_grant(), Some(r(2, 1)));
+    assert_eq!(g.next_grant(), None, "2 slots of storage: 2 grants at once");
+    assert!(g.complete(1, 1));
+    assert_eq!(g.next_grant(), Some(r(3, 1)));
+}
+
 /// A relay pushed with weight 1 + (nodes below it) gets that many grants
 /// for each grant of a leaf, while both always have requests waiting (the
 /// leaf, back at once after its grant, starts at its last finish tag).

@@ -24,6 +24,7 @@
 //! refused with a [`GrantError`], and the receiver answers the sender with a
 //! reject, so no sender waits for a grant that will never come.
 
+use core::borrow::BorrowMut;
 use core::ops::DerefMut;
 
 /// Requests one peer may have waiting at once; a sender keeps at most this
@@ -79,12 +80,16 @@ pub enum GrantError {
 /// buffer: a `Vec` on the host, a `KVec` in the kernel), so a large queue
 /// is allocated on the heap and can grow with the number of neighbours
 /// ([`GrantQueue::replace_storage`]).  Its length is the capacity.
+///
+/// The active grants live in `A`: an array by default; the kernel gives a
+/// `KVec` of [`MAX_SLOTS`] (2.5 KiB that must not sit on its 8 KiB stacks
+/// nor move with the engine's state).
 #[derive(Clone, Debug)]
-pub struct GrantQueue<S> {
+pub struct GrantQueue<S, A = [Option<Waiting>; MAX_SLOTS]> {
     queue: S,
     head: usize,
     len: usize,
-    active: [Option<Waiting>; MAX_SLOTS],
+    active: A,
     slots: usize,
     /// Start tag of the last grant.
     vtime: u64,
@@ -94,14 +99,39 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
     /// An empty queue holding up to `storage.len()` waiting requests and
     /// granting at most `slots` messages at once.
     pub fn with_storage(storage: S, slots: usize) -> Self {
-        Self {
+        Self::with_slot_storage(storage, [None; MAX_SLOTS], slots)
+    }
+}
+
+impl<S: DerefMut<Target = [Waiting]>, A: BorrowMut<[Option<Waiting>]>> GrantQueue<S, A> {
+    /// Like [`GrantQueue::with_storage`], the active grants kept in
+    /// `active` (all `None`; its length, at most [`MAX_SLOTS`], bounds
+    /// `slots`).
+    pub fn with_slot_storage(storage: S, mut active: A, slots: usize) -> Self {
+        active.borrow_mut().iter_mut().for_each(|a| *a = None);
+        let mut q = Self {
             queue: storage,
             head: 0,
             len: 0,
-            active: [None; MAX_SLOTS],
-            slots: slots.clamp(1, MAX_SLOTS),
+            active,
+            slots: 1,
             vtime: 0,
-        }
+        };
+        q.set_slots(slots);
+        q
+    }
+
+    /// Most grants `active` can hold.
+    fn max_slots(&self) -> usize {
+        self.slots_ref().len().clamp(1, MAX_SLOTS)
+    }
+
+    fn slots_ref(&self) -> &[Option<Waiting>] {
+        self.active.borrow()
+    }
+
+    fn slots_mut(&mut self) -> &mut [Option<Waiting>] {
+        self.active.borrow_mut()
     }
 
     /// How many requests the queue can hold.
@@ -124,7 +154,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
 
     /// Changes the number of concurrent grants.
     pub fn set_slots(&mut self, slots: usize) {
-        self.slots = slots.clamp(1, MAX_SLOTS);
+        self.slots = slots.clamp(1, self.max_slots());
     }
 
     /// Requests waiting for a grant.
@@ -134,7 +164,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
 
     /// Grants currently active.
     pub fn active(&self) -> usize {
-        self.active.iter().filter(|a| a.is_some()).count()
+        self.slots_ref().iter().filter(|a| a.is_some()).count()
     }
 
     fn queued(&self) -> impl Iterator<Item = (usize, Waiting)> + '_ {
@@ -151,7 +181,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
         let mut last = self
             .queued()
             .map(|(_, q)| q)
-            .chain(self.active.iter().flatten().copied())
+            .chain(self.slots_ref().iter().flatten().copied())
             .filter(|q| q.request.peer == r.peer)
             .map(|q| q.finish)
             .max()
@@ -171,7 +201,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
         last_finish: &mut u64,
     ) -> Result<(), GrantError> {
         let same = |x: &Waiting| x.request.peer == r.peer && x.request.id == r.id;
-        if self.queued().any(|(_, q)| same(&q)) || self.active.iter().flatten().any(same) {
+        if self.queued().any(|(_, q)| same(&q)) || self.slots_ref().iter().flatten().any(same) {
             return Err(GrantError::Duplicate);
         }
         if self
@@ -210,7 +240,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
         };
         let mut best: Option<(usize, Waiting)> = None;
         for (at, w) in self.queued() {
-            if busy(w.request.peer, &self.active) {
+            if busy(w.request.peer, self.slots_ref()) {
                 continue;
             }
             if best.is_none_or(|(_, b)| w.start < b.start) {
@@ -218,7 +248,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
             }
         }
         let (at, w) = best?;
-        let free = self.active.iter_mut().find(|a| a.is_none())?;
+        let free = self.slots_mut().iter_mut().find(|a| a.is_none())?;
         *free = Some(w);
         self.remove_at(at);
         self.vtime = self.vtime.max(w.start);
@@ -240,7 +270,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
 
     /// The granted message arrived (or was abandoned): frees its slot.
     pub fn complete(&mut self, peer: u16, id: u32) -> bool {
-        for a in self.active.iter_mut() {
+        for a in self.slots_mut().iter_mut() {
             if a.is_some_and(|w| w.request.peer == peer && w.request.id == id) {
                 *a = None;
                 return true;
@@ -251,7 +281,7 @@ impl<S: DerefMut<Target = [Waiting]>> GrantQueue<S> {
 
     /// Drops everything from and for `peer` (it went down).
     pub fn forget_peer(&mut self, peer: u16) {
-        for a in self.active.iter_mut() {
+        for a in self.slots_mut().iter_mut() {
             if a.is_some_and(|w| w.request.peer == peer) {
                 *a = None;
             }

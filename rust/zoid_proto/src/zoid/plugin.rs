@@ -406,9 +406,27 @@ macro_rules! zoid_plugin {
         ) -> ::core::result::Result<__zoid::plugin::Reply, __zoid::plugin::DispatchError> {
             match function {
                 $(
-                    func::$f => zoid_plugin! {
-                        @norm [@dispatch_fn [srv ctx args reply] $f] [] [] $($a)*
-                    },
+                    func::$f => {
+                        // One function per call, never inlined: each keeps
+                        // its decoded arguments in its own stack frame
+                        // instead of all of them adding up in this one's
+                        // (8 KiB kernel stacks on ppc32).
+                        #[inline(never)]
+                        fn $f<S: Server + ?Sized>(
+                            srv: &S,
+                            ctx: &S::Ctx,
+                            args: &[u8],
+                            reply: &mut [u8],
+                        ) -> ::core::result::Result<
+                            __zoid::plugin::Reply,
+                            __zoid::plugin::DispatchError,
+                        > {
+                            zoid_plugin! {
+                                @norm [@dispatch_fn [srv ctx args reply] $f] [] [] $($a)*
+                            }
+                        }
+                        $f(srv, ctx, args, reply)
+                    }
                 )*
                 _ => Err(__zoid::plugin::DispatchError::UnknownFunction),
             }
