@@ -830,9 +830,9 @@ impl Treenet {
     /// below this one).  With `block`, waits while the destination's queue
     /// is over its memory bound (and fails with `ETIMEDOUT` if it takes
     /// nothing for 4 x `peer_timeout_ms` meanwhile); otherwise fails with
-    /// `EAGAIN`.  A send from
-    /// an upper layer's receive handler never waits or fails for space (the
-    /// engine that makes the space may be the one running the handler).
+    /// `EAGAIN`.  A send from an upper layer's receive handler never waits
+    /// or fails for space (the engine that makes the space may be the one
+    /// running the handler).
     pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
         self.send_shared(channel, dst, Arc::new(msg, GFP_KERNEL)?, block)
     }
@@ -867,7 +867,7 @@ impl Treenet {
             let (over, queued) = if dst == BROADCAST {
                 g.children().fold((false, 0), |(o, q), i| {
                     let b = g.neighbors[i].queued_bytes;
-                    (o || b > bound, q + b)
+                    (o || b > bound, q.saturating_add(b))
                 })
             } else {
                 let r = g.route(dst).ok_or(EHOSTUNREACH)?;

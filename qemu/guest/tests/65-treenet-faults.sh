@@ -49,7 +49,7 @@ echo "$timeout0" > $T/peer_timeout_ms
 # ION listens again, what was queued is delivered.
 stall_s=$(( 4 * timeout0 / 1000 ))
 downs=$(stat peer_down)
-barrier 660
+barrier 655
 if [ "$ZOID_ROLE" = ion ]; then
   echo 1000000 > $T/deaf_ppm
   sleep $((stall_s + 8))
@@ -69,7 +69,7 @@ elif [ "$ZOID_NODE" = cn1 ]; then
   [ "$waited" -ge "$stall_s" ] || { echo "gave up before ${stall_s} s"; exit 1; }
   echo "$max0" > $T/max_msg_size
 fi
-barrier 661
+barrier 656
 if [ "$ZOID_ROLE" = cn ]; then
   [ "$(stat peer_down)" = "$downs" ] || { echo "the deaf ION's session went down"; diag; exit 1; }
   # Everything queued reaches the ION (then its verdicts come back).
@@ -81,7 +81,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   done
   sleep 2
 fi
-barrier 662
+barrier 657
 lossy=$(awk -v s="$start" '{ printf "%.1f", $1 - s }' /proc/uptime)
 echo "lossy_seconds=$lossy retransmits=$(stat retransmits) rto_expired=$(stat rto_expired)" \
   "duplicates=$(stat duplicates) inject_drop=$(stat inject_drop)"
