@@ -865,7 +865,7 @@ impl Treenet {
         loop {
             let bound = 2 * max + (1 << 20);
             let (over, queued) = if dst == BROADCAST {
-                g.children().fold((false, 0), |(o, q), i| {
+                g.children().fold((false, 0usize), |(o, q), i| {
                     let b = g.neighbors[i].queued_bytes;
                     (o || b > bound, q.saturating_add(b))
                 })
