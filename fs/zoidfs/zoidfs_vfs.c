@@ -1627,9 +1627,10 @@ out:
 /*
  * Write-back: runs of contiguous dirty folios, up to wsize per call and up
  * to `inflight` calls on the wire.  A run's folios are mapped together
- * (vmap) and the call copies them straight into its message (into `buf`
- * first only if they cannot be mapped); they stay under writeback until
- * the ION answers.
+ * (vmap) and the call copies them straight into its message; they stay
+ * under writeback until the ION answers.  Only if they cannot be mapped
+ * are they copied into `buf` first (allocated then, once per write-back),
+ * and without memory for it either, the run goes a page per call.
  */
 struct zoidfs_wb {
 	struct inode *inode;
@@ -1663,9 +1664,10 @@ static void zoidfs_wb_end(struct zoidfs_wb *wb, unsigned int s, int err)
 }
 
 /*
- * Sends run `s` again, a page per call, from its folios (still under
- * writeback; a folio written meanwhile is dirty again and goes in a later
- * write-back): its handle was stale and is reconnected.
+ * Sends run `s` a page per call, from its folios (still under writeback; a
+ * folio written meanwhile is dirty again and goes in a later write-back):
+ * again once its handle, found stale, is reconnected, or in the first place
+ * when there was no memory to send it whole.
  * Bytes written, or a negative errno.
  */
 static ssize_t zoidfs_wb_resend(struct zoidfs_wb *wb, unsigned int s)
@@ -1729,7 +1731,8 @@ static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
 
 /*
  * The bytes of run `s`, contiguous: its folios mapped together (*mapped,
- * to vunmap once the call has copied them), or else copied into `buf`.
+ * to vunmap once the call has copied them), or else copied into `buf`;
+ * NULL if there is memory for neither.
  */
 static const void *zoidfs_wb_data(struct zoidfs_wb *wb, unsigned int s, void **mapped)
 {
@@ -1753,6 +1756,10 @@ static const void *zoidfs_wb_data(struct zoidfs_wb *wb, unsigned int s, void **m
 	}
 	if (*mapped)
 		return *mapped;
+	if (!wb->buf)
+		wb->buf = kvmalloc(wb->cap, GFP_NOFS | __GFP_NOWARN);
+	if (!wb->buf)
+		return NULL;
 	for (i = 0; i < wb->nfolios[s]; i++) {
 		size_t len = min_t(size_t, folio_size(f[i]), wb->len - done);
 
@@ -1776,6 +1783,18 @@ static void zoidfs_wb_flush(struct zoidfs_wb *wb)
 	s = zoidfs_pipe_next(&wb->pipe);
 	wb->nfolios[s] = wb->n;
 	data = zoidfs_wb_data(wb, s, &mapped);
+	if (!data) {
+		/* No memory to put the run together: a page per call, now. */
+		ssize_t n;
+
+		wb->pipe.pos[s] = wb->start;
+		wb->pipe.len[s] = wb->len;
+		n = zoidfs_wb_resend(wb, s);
+		zoidfs_wb_end(wb, s, n < 0 ? n : (size_t)n < wb->len ? -EIO : 0);
+		wb->n = 0;
+		wb->len = 0;
+		return;
+	}
 	/* The start copies the data into the call: the mapping can go. */
 	err = zoidfs_rs_write_start(zconn(wb->inode), &ZI(wb->inode)->fh, wb->start, data,
 				    wb->len, false, &io);
@@ -1805,22 +1824,15 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 
 	wb.cap = sbi->wsize;
 	wb.max = wb.cap / PAGE_SIZE;
-	wb.buf = kvmalloc(wb.cap, GFP_NOFS | __GFP_NOWARN);
 	wb.folios = kmalloc_array(depth * wb.max, sizeof(*wb.folios), GFP_NOFS | __GFP_NOWARN);
-	if (!wb.buf || !wb.folios) {
+	if (!wb.folios) {
 		/* Short of memory (reclaim may be waiting on us): a page per call. */
-		kvfree(wb.buf);
-		kfree(wb.folios);
 		wb.cap = PAGE_SIZE;
 		wb.max = 1;
 		depth = 1;
-		wb.buf = kmalloc(PAGE_SIZE, GFP_NOFS);
 		wb.folios = kmalloc(sizeof(*wb.folios), GFP_NOFS);
-		if (!wb.buf || !wb.folios) {
-			kfree(wb.buf);
-			kfree(wb.folios);
+		if (!wb.folios)
 			return -ENOMEM;
-		}
 	}
 	/* Without it, runs are copied into buf. */
 	wb.pages = kmalloc_array(wb.max, sizeof(*wb.pages), GFP_NOFS | __GFP_NOWARN);

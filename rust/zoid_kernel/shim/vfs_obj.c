@@ -423,6 +423,26 @@ ssize_t zk_obj_listxattr(struct zk_obj *o, char *buf, u32 size)
 	return vfs_listxattr(o->path.dentry, buf, size);
 }
 
+/* As setxattr(2) does for an ACL name (do_set_acl): an empty value removes it. */
+static int zk_obj_set_acl_xattr(struct zk_obj *o, const char *name, const void *value,
+				u32 size)
+{
+#ifdef CONFIG_FS_POSIX_ACL
+	struct posix_acl *acl = NULL;
+	int err;
+
+	if (size)
+		acl = posix_acl_from_xattr(&init_user_ns, value, size);
+	if (IS_ERR(acl))
+		return PTR_ERR(acl);
+	err = vfs_set_acl(mnt_idmap(o->path.mnt), o->path.dentry, name, acl);
+	posix_acl_release(acl);
+	return err;
+#else
+	return -EOPNOTSUPP;
+#endif
+}
+
 int zk_obj_setxattr(struct zk_obj *o, const char *name, const void *value, u32 size,
 		    int flags)
 {
@@ -430,23 +450,11 @@ int zk_obj_setxattr(struct zk_obj *o, const char *name, const void *value, u32 s
 
 	if (err)
 		return err;
-#ifdef CONFIG_FS_POSIX_ACL
-	/* As setxattr(2) (do_set_acl): an empty value removes the ACL. */
-	if (is_posix_acl_xattr(name)) {
-		struct posix_acl *acl = NULL;
-
-		if (size)
-			acl = posix_acl_from_xattr(&init_user_ns, value, size);
-		if (IS_ERR(acl))
-			err = PTR_ERR(acl);
-		else
-			err = vfs_set_acl(mnt_idmap(o->path.mnt), o->path.dentry, name, acl);
-		posix_acl_release(IS_ERR(acl) ? NULL : acl);
-		mnt_drop_write(o->path.mnt);
-		return err;
-	}
-#endif
-	err = vfs_setxattr(mnt_idmap(o->path.mnt), o->path.dentry, name, value, size, flags);
+	if (IS_ENABLED(CONFIG_FS_POSIX_ACL) && is_posix_acl_xattr(name))
+		err = zk_obj_set_acl_xattr(o, name, value, size);
+	else
+		err = vfs_setxattr(mnt_idmap(o->path.mnt), o->path.dentry, name, value, size,
+				   flags);
 	mnt_drop_write(o->path.mnt);
 	return err;
 }
