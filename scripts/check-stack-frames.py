@@ -27,7 +27,7 @@ DEFAULT_LIMIT = 1024
 # (pattern on the mangled name, largest frame allowed, why).
 ALLOWED = [
     (r"engine.*Inner12new_neighbor$", 1536,
-     "a leaf (kmalloc only), once per neighbour handshake, never inlined"),
+     "once per neighbour handshake, never inlined; calls only allocators"),
 ]
 
 # A frame is made by `stwu rS,-N(r1)` (store and update r1), once, or for a

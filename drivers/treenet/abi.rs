@@ -299,8 +299,9 @@ impl<H: Handler> Drop for Channel<H> {
 }
 
 /// Sends `data` on `channel` to `dst` ([`BROADCAST`]: every node below).
-/// With `block`, may sleep while the destination's queue is full;
-/// otherwise fails with `EAGAIN`.
+/// With `block`, may sleep while the destination's queue is full (`EINTR`
+/// on a signal, `ETIMEDOUT` if frames to it go unacknowledged for 4 x
+/// `peer_timeout_ms`); otherwise fails with `EAGAIN`.
 pub(crate) fn send(channel: u16, dst: u16, data: &[u8], block: bool) -> Result {
     // SAFETY: `data` is valid for `data.len()` reads.
     to_result(unsafe { treenet_send(channel, dst, data.as_ptr(), data.len(), block) })

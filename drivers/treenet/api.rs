@@ -127,8 +127,10 @@ pub(crate) extern "C" fn treenet_unregister(channel: u16) {
 
 /// Sends `len` bytes at `data` on `channel` to node `dst` (0xffff: every
 /// node below this one).  With `block`, may sleep while the destination's
-/// queue is full; otherwise fails with `-EAGAIN`.  Returns 0 or -errno
-/// (`-EHOSTUNREACH`, `-EMSGSIZE`, `-ENOMEM`, ...).
+/// queue is full (`-EINTR` on a signal, `-ETIMEDOUT` if frames to it go
+/// unacknowledged for 4 x `peer_timeout_ms` meanwhile); otherwise fails
+/// with `-EAGAIN`.  Returns 0 or -errno (`-EHOSTUNREACH`, `-EMSGSIZE`,
+/// `-ENOMEM`, ...).
 ///
 /// # Safety
 ///

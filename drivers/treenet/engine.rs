@@ -144,7 +144,7 @@ counters! {
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
         msgs_failed: "Queued messages dropped: peer down or request refused.",
-        send_stalls: "Blocking sends failed (ETIMEDOUT): the destination's queue stayed over its bound with nothing acknowledged for 4 x peer_timeout_ms.",
+        send_stalls: "Blocking sends failed (ETIMEDOUT): the destination's queue stayed over its bound while frames to it went unacknowledged for 4 x peer_timeout_ms.",
         drop_truncated: "Frames dropped: truncated.",
         drop_oversized: "Frames dropped: payload over the local limit.",
         drop_bad_version: "Frames dropped: unknown wire version.",
@@ -258,6 +258,16 @@ struct Neighbor {
     /// robin, see `grant.rs`).
     grant_finish: u64,
     queued_bytes: usize,
+    /// Acks that advanced a lane and grants (or refusals) received: it only
+    /// goes up, so a blocked sender sees whether the neighbour takes data.
+    acks_seen: u64,
+}
+
+impl Neighbor {
+    /// Whether frames sent to it wait for an ack.
+    fn in_flight(&self) -> bool {
+        self.tx.iter().any(|l| l.win.in_flight() > 0)
+    }
 }
 
 /// One bound link.
@@ -828,9 +838,9 @@ impl Treenet {
 
     /// Sends `msg` on `channel` to node `dst` (or [`BROADCAST`]: every node
     /// below this one).  With `block`, waits while the destination's queue
-    /// is over its memory bound (and fails with `ETIMEDOUT` if it takes
-    /// nothing for 4 x `peer_timeout_ms` meanwhile); otherwise fails with
-    /// `EAGAIN`.  A send from an upper layer's receive handler never waits
+    /// is over its memory bound (and fails with `ETIMEDOUT` if frames to it
+    /// go unacknowledged for 4 x `peer_timeout_ms` meanwhile); otherwise
+    /// fails with `EAGAIN`.  A send from an upper layer's receive handler never waits
     /// or fails for space (the engine that makes the space may be the one
     /// running the handler).
     pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
@@ -857,22 +867,30 @@ impl Treenet {
         let in_handler =
             self.delivering.load(Relaxed) == kernel::task::Task::current_raw() as usize;
         let mut g = self.inner.lock();
-        // A blocked sender gives up when its destination acknowledges
-        // nothing for this long: a neighbour that still says hello but no
-        // longer takes data must not hang its callers.
+        // A blocked sender gives up when frames to its destination stay
+        // unacknowledged this long: a neighbour that still says hello (so
+        // it is not timed out) but takes no data must not hang its callers.
+        // Waiting with nothing in flight (for a rendezvous grant, on a busy
+        // ION) is not a stall, nor is a slow peer that acks.
         let stall_ns = 4 * u64::from(self.knobs.peer_timeout_ms.load(Relaxed)) * 1_000_000;
-        let mut progress: Option<(usize, u64)> = None;
+        // (acks seen, since when) while frames are in flight.
+        let mut stalled: Option<(u64, u64)> = None;
         loop {
             let bound = 2 * max + (1 << 20);
-            let (over, queued) = if dst == BROADCAST {
-                g.children().fold((false, 0usize), |(o, q), i| {
-                    let b = g.neighbors[i].queued_bytes;
-                    (o || b > bound, q.saturating_add(b))
+            // (over the bound, acks seen, frames in flight)
+            let (over, acks, in_flight) = if dst == BROADCAST {
+                g.children().fold((false, 0u64, false), |(o, a, f), i| {
+                    let n = &g.neighbors[i];
+                    (
+                        o || n.queued_bytes > bound,
+                        a.wrapping_add(n.acks_seen),
+                        f || n.in_flight(),
+                    )
                 })
             } else {
                 let r = g.route(dst).ok_or(EHOSTUNREACH)?;
-                let b = g.neighbors[r].queued_bytes;
-                (b > bound, b)
+                let n = &g.neighbors[r];
+                (n.queued_bytes > bound, n.acks_seen, n.in_flight())
             };
             if !over || in_handler {
                 break;
@@ -881,14 +899,14 @@ impl Treenet {
                 return Err(EAGAIN);
             }
             let now = now_ns();
-            match progress {
-                Some((q, since)) if queued >= q => {
+            match stalled {
+                Some((a, since)) if in_flight && a == acks => {
                     if now.saturating_sub(since) > stall_ns {
                         count(&self.stats.send_stalls);
                         return Err(ETIMEDOUT);
                     }
                 }
-                _ => progress = Some((queued, now)),
+                _ => stalled = Some((acks, now)),
             }
             g.blocked_senders += 1;
             let r = self
@@ -1812,7 +1830,8 @@ impl Inner {
             self.grants.replace_storage(bigger).map_err(|_| EINVAL)?;
         }
         let rx = [lane_rx(128)?, lane_rx(128)?];
-        // Allocated first and written in place, not built on the stack.
+        // Boxed (the value is built in this frame, which only this rare,
+        // never-inlined function has).
         let slot = KBox::<Neighbor>::new_uninit(GFP_KERNEL)?;
         let n = slot.write(Neighbor {
             node,
@@ -1834,6 +1853,7 @@ impl Inner {
             granted: None,
             grant_finish: 0,
             queued_bytes: 0,
+            acks_seen: 0,
         });
         self.neighbors.push(n, GFP_KERNEL)?;
         Ok(self.neighbors.len() - 1)
@@ -1911,6 +1931,7 @@ impl Inner {
         }
         let n = &mut self.neighbors[ni];
         n.queued_bytes = n.queued_bytes.saturating_sub(freed);
+        n.acks_seen = n.acks_seen.wrapping_add(1);
         if freed > 0 && self.blocked_senders > 0 {
             self.wake_senders = true;
         }
@@ -2128,6 +2149,7 @@ impl Inner {
                     return;
                 };
                 n.rts_out = n.rts_out.saturating_sub(1);
+                n.acks_seen = n.acks_seen.wrapping_add(1);
                 if b[0] == CTL_CTS {
                     if n.tx[Lane::Bulk.index()].msgs.push(m, GFP_KERNEL).is_err() {
                         count(&s.drop_nomem);
