@@ -840,9 +840,9 @@ impl Treenet {
     /// below this one).  With `block`, waits while the destination's queue
     /// is over its memory bound (and fails with `ETIMEDOUT` if frames to it
     /// go unacknowledged for 4 x `peer_timeout_ms` meanwhile); otherwise
-    /// fails with `EAGAIN`.  A send from an upper layer's receive handler never waits
-    /// or fails for space (the engine that makes the space may be the one
-    /// running the handler).
+    /// fails with `EAGAIN`.  A send from an upper layer's receive handler
+    /// never waits or fails for space (the engine that makes the space may
+    /// be the one running the handler).
     pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
         self.send_shared(channel, dst, Arc::new(msg, GFP_KERNEL)?, block)
     }

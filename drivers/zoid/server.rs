@@ -702,9 +702,6 @@ pub(crate) struct Server {
 
 impl Server {
     /// Starts the receive thread and `knobs.workers` workers.
-    // Not inlined into module init: its initialisers' temporaries would add
-    // to that frame (8 KiB stacks on ppc32).
-    #[inline(never)]
     pub(crate) fn start(
         plugins: Arc<Registry>,
         stats: Arc<Stats>,

@@ -147,19 +147,9 @@ impl kernel::InPlaceModule for Zoid {
 }
 
 /// Brings zoid up: plug-ins, server threads, treenet channel, sysfs.
-/// The built-in plug-ins, registered.
-type BuiltIn = (
-    Arc<Registry>,
-    Arc<unix_plugin::Unix>,
-    Arc<zoidfs_plugin::Zoidfs>,
-    Arc<job_plugin::Job>,
-);
-
-/// Makes and registers the built-in plug-ins.  Not inlined into `start`,
-/// so their initialisers' temporaries are gone from the stack before the
-/// rest of module init runs (8 KiB stacks on ppc32).
-#[inline(never)]
-fn builtin_plugins() -> Result<BuiltIn> {
+fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
+    let treenet = treenet::attach()?;
+    let stats = Stats::new_arc()?;
     let plugins = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
     plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
     let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
@@ -168,13 +158,6 @@ fn builtin_plugins() -> Result<BuiltIn> {
     plugins.register(zoidfs.clone())?;
     let job = Arc::pin_init(job_plugin::Job::new(), GFP_KERNEL)?;
     plugins.register(job.clone())?;
-    Ok((plugins, unix, zoidfs, job))
-}
-
-fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
-    let treenet = treenet::attach()?;
-    let stats = Stats::new_arc()?;
-    let (plugins, unix, zoidfs, job) = builtin_plugins()?;
     let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;
     let f2cn = Arc::pin_init(f2cn::F2cn::new(), GFP_KERNEL)?;
     let server = Server::start(plugins.clone(), stats.clone(), f2cn.clone())?;
