@@ -171,6 +171,27 @@ class ConsoleTest(unittest.TestCase):
         up.launched = 0
         self.assertFalse(up.boot_hung())
 
+    def test_cpu_addresses_are_named_from_the_system_map(self):
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".map") as f:
+            f.write("ffffffff81000000 T _stext\n"
+                    "ffffffff81000100 t rcu_is_watching\n"
+                    "ffffffff81000180 d some_data\n"
+                    "ffffffff81000200 T identify_cpu\n")
+            f.flush()
+            syms = pset.load_system_map(f.name)
+        self.assertEqual([name for _, name in syms], ["_stext", "rcu_is_watching", "identify_cpu"])
+        self.assertEqual(pset.symbolize(0xffffffff81000120, syms), "rcu_is_watching+0x20")
+        self.assertEqual(pset.symbolize(0xffffffff81000200, syms), "identify_cpu+0x0")
+        self.assertEqual(pset.symbolize(0x1000, syms), "0x1000")
+        self.assertEqual(pset.symbolize(0x1000, []), "0x1000")
+
+    def test_program_counter_is_read_from_info_registers(self):
+        x86 = "RAX=0000000000000000 RBX=ffffffff82a0c940\nRIP=ffffffff81234567 RFL=00000246 [---Z-P-] CPL=0"
+        ppc = "NIP c0012345   LR c0012300 CTR 00000000 XER 00000000 CPU#0\nMSR 00029000"
+        self.assertEqual(pset.PC_REGISTER.search(x86).group(1), "ffffffff81234567")
+        self.assertEqual(pset.PC_REGISTER.search(ppc).group(1), "c0012345")
+
     def test_halt_line_is_seen(self):
         self.assertTrue(node_with(FINISHED + ["reboot: System halted"], []).halted)
 

@@ -34,6 +34,8 @@ START = time.time()
 # Lines of a failed pset node's command output repeated in the final report
 # (CI keeps only the end of `make check`'s output, no guest logs).
 REPORT_TAIL_LINES = 4
+# Console lines reported of each boot of a node that never came up.
+BOOT_TAIL_LINES = 10
 
 
 def record(ok, what, count=1, details=()):
@@ -132,6 +134,10 @@ def failed_commands(summary):
         if any(p.startswith(("command exited", "did not finish", "timed out"))
                for p in node["problems"]):
             out += [f"{name}| {ln}" for ln in node.get("cmd_tail", [])[-REPORT_TAIL_LINES:]]
+        # A node that never reached /init: what each of its boots printed last.
+        for i, tail in enumerate(node.get("boot_tails", []), 1):
+            out.append(f"{name}| --- boot {i}, last console lines:")
+            out += [f"{name}| {ln}" for ln in tail[-BOOT_TAIL_LINES:]] or [f"{name}| (nothing)"]
     return out
 
 
