@@ -2,24 +2,31 @@
 # SPDX-License-Identifier: GPL-2.0
 """The report of `make bench` (zoidfs vs NFS vs v9fs) from the pset's consoles.
 
-    scripts/bench-fs-report.py <log-dir> <results.json> [key=value ...]
+    scripts/bench-fs-report.py <log-dir>[:<tag>][,...] <results.json> [key=value ...]
 
 Reads the `BENCH <name> <median>` and `bench: <name> runs: ...` lines the
-guest script (qemu/guest/bench/fs.sh) printed, writes every figure with its
-runs (median, min, max) and the key=value facts given (machine, kernel,
-options) to results.json, prints a table per workload and, last, one line
-per comparison:
+guest script (qemu/guest/bench/fs.sh) printed in each pset's log folder
+(a tag, e.g. `ext4`, goes into the names of that pset's figures:
+`zoidfs_ext4_write_1m_mbps`), and its `BENCH-CN` lines (several CNs at
+once), from which it makes `<fs>_cns<n>_<write|read>_mbps` (all bytes
+over the slowest CN's time) and `_jain` (Jain's index over the CNs) per
+run and their medians.  It writes every figure with its runs (median, min,
+max) and the key=value facts given (machine, kernel, options) to
+results.json, prints a table per workload and, last, one line per
+comparison:
 
     RATIO <workload>_vs_<peer> <value>
 
-against the best configuration of each peer (nfs: NFSv4.2; v9fs: the better
-of cache=none and cache=loose) and zoidfs's best configuration (the better
+against the best configuration of each peer (nfs: the better of NFSv4.2
+and NFSv3; v9fs: the better of cache=none and cache=loose) and zoidfs's best configuration (the better
 of its defaults and cache=loose; both are in the table).  value > 1 means
 zoidfs did better: throughput and rates zoidfs/peer, latency peer/zoidfs.
 With gnuplot on the PATH it also renders, next to results.json,
 <stem>-seq.svg (throughput vs block size), <stem>-latency.svg (random 4 KiB
 at queue depth 1), <stem>-meta.svg (metadata rates) and <stem>-scale.svg
-(processes at once), and copies them to latest-*.svg for the README.
+(processes at once), <stem>-cns.svg (CNs at once) and <stem>-ext4-seq.svg
+(sequential I/O on the ext4 export), and copies them to latest-*.svg for
+the README.
 Exits 1 if a figure is missing or a measurement failed.
 """
 import glob
@@ -30,8 +37,8 @@ import shutil
 import subprocess
 import sys
 
-SYSTEMS = ["zoidfs", "zoidfs_loose", "nfs", "9p", "9p_loose"]
-PEERS = {"nfs": ["nfs"], "v9fs": ["9p", "9p_loose"]}
+SYSTEMS = ["zoidfs", "zoidfs_loose", "nfs", "nfs3", "9p", "9p_loose"]
+PEERS = {"nfs": ["nfs", "nfs3"], "v9fs": ["9p", "9p_loose"]}
 ZOIDFS = ["zoidfs", "zoidfs_loose"]
 
 
@@ -48,6 +55,48 @@ def workloads(names):
     return seen
 
 
+def tagged(name, tag):
+    """A figure's name with its pset's tag after the system's name."""
+    if not tag:
+        return name
+    for s in sorted(SYSTEMS, key=len, reverse=True):
+        if name.startswith(s + "_"):
+            return f"{s}_{tag}_{name[len(s) + 1:]}"
+    return f"{tag}_{name}"
+
+
+def median(values):
+    """The median as the guests take it (the lower one of an even count)."""
+    v = sorted(values)
+    return v[(len(v) + 1) // 2 - 1]
+
+
+def jain(rates):
+    return sum(rates) ** 2 / (len(rates) * sum(r * r for r in rates))
+
+
+def cn_figures(records, values, runs, notes):
+    """Aggregate Mbit/s and Jain's index of each run of several CNs at once
+    from the CNs' own results: (fs, n, op, run, cn, bytes, ns) records."""
+    groups = {}
+    for fs, n, op, run, cn, b, ns in records:
+        groups.setdefault((fs, n, op), {}).setdefault(run, {})[cn] = (b, ns)
+    for (fs, n, op), by_run in sorted(groups.items()):
+        aggs, jains = [], []
+        for run, cns in sorted(by_run.items()):
+            if len(cns) != n or any(ns <= 0 for _, ns in cns.values()):
+                notes.append(f"BENCH-FAIL {fs}_cns{n}_{op} run {run}: "
+                             f"{len(cns)} of {n} CNs reported")
+                continue
+            aggs.append(round(sum(b for b, _ in cns.values()) * 8000
+                              / max(ns for _, ns in cns.values()), 1))
+            jains.append(round(jain([b / ns for b, ns in cns.values()]), 4))
+        if aggs:
+            for key, vals in ((f"{fs}_cns{n}_{op}_mbps", aggs), (f"{fs}_cns{n}_{op}_jain", jains)):
+                values[key] = median(vals)
+                runs[key] = vals
+
+
 def lower_is_better(workload):
     return workload.endswith("_us")
 
@@ -59,7 +108,7 @@ def best(values, workload, systems):
     return (min if lower_is_better(workload) else max)(got)
 
 
-LABELS = {"zoidfs": "zoidfs", "zoidfs_loose": "zoidfs cache=loose", "nfs": "NFSv4.2",
+LABELS = {"zoidfs": "zoidfs", "zoidfs_loose": "zoidfs cache=loose", "nfs": "NFSv4.2", "nfs3": "NFSv3",
           "9p": "v9fs cache=none", "9p_loose": "v9fs cache=loose"}
 
 
@@ -93,6 +142,14 @@ def plots(values, results):
     table(f"{stem}-scale.dat",
           [(f"{op} x{n}", (lambda s, op=op, n=n: f"{s}_par{n}_{op}_mbps"))
            for op in ("write", "read") for n in procs])
+    cns = sorted({int(m.group(1)) for k in values for m in [re.search(r"_cns(\d+)_", k)] if m})
+    table(f"{stem}-cns.dat",
+          [(f"{op} {n} CN", (lambda s, op=op, n=n: f"{s}_cns{n}_{op}_mbps"))
+           for op in ("write", "read") for n in cns])
+    ext4 = any("_ext4_" in k for k in values)
+    table(f"{stem}-ext4-seq.dat",
+          [(f"{op} {n}", (lambda s, op=op, n=n: f"{s}_ext4_{op}_{n}_mbps"))
+           for op in ("write", "read") for n, _ in sizes])
     cols = " , ".join(f"'{{dat}}' using {i + 2}:xtic(1) title '{LABELS[s]}'"
                       for i, s in enumerate(systems))
     for kind, title, ylabel in (
@@ -100,8 +157,13 @@ def plots(values, results):
             ("latency", "Random 4 KiB at queue depth 1 (lower is better)", "microseconds"),
             ("meta", "Metadata (higher is better)", "operations/s"),
             ("scale", "Processes at once on one CN, 1 MiB blocks, aggregate (higher is better)",
+             "Mbit/s"),
+            ("cns", "CNs at once, one process each, 1 MiB blocks, aggregate (higher is better)",
+             "Mbit/s"),
+            ("ext4-seq", "Sequential I/O on an ext4 export, block size (higher is better)",
              "Mbit/s")):
-        if kind == "scale" and not procs:
+        if (kind == "scale" and not procs) or (kind == "cns" and not cns) or \
+                (kind == "ext4-seq" and not ext4):
             continue
         dat = f"{stem}-{kind}.dat"
         svg = f"{stem}-{kind}.svg"
@@ -120,21 +182,29 @@ def plots(values, results):
 
 
 def main():
-    logdir, out = sys.argv[1], sys.argv[2]
+    logdirs, out = sys.argv[1], sys.argv[2]
     facts = dict(a.split("=", 1) for a in sys.argv[3:])
-    values, runs, notes = {}, {}, []
-    for console in sorted(glob.glob(f"{logdir}/*.console")):
-        with open(console, errors="replace") as f:
-            for line in f:
-                line = line.replace("\r", "").rstrip("\n")
-                m = re.match(r"^BENCH (\S+) ([0-9.]+)$", line)
-                if m:
-                    values[m.group(1)] = float(m.group(2))
-                m = re.match(r"^bench: (\S+) runs: (.*)$", line)
-                if m:
-                    runs[m.group(1)] = [float(v) for v in m.group(2).split()]
-                if line.startswith("BENCH-FAIL") or re.match(r"^bench: \S+: ", line):
-                    notes.append(line)
+    values, runs, notes, records = {}, {}, [], []
+    for spec in logdirs.split(","):
+        logdir, _, tag = spec.partition(":")
+        for console in sorted(glob.glob(f"{logdir}/*.console")):
+            with open(console, errors="replace") as f:
+                for line in f:
+                    line = line.replace("\r", "").rstrip("\n")
+                    m = re.match(r"^BENCH (\S+) ([0-9.]+)$", line)
+                    if m:
+                        values[tagged(m.group(1), tag)] = float(m.group(2))
+                    m = re.match(r"^bench: (\S+) runs: (.*)$", line)
+                    if m:
+                        runs[tagged(m.group(1), tag)] = [float(v) for v in m.group(2).split()]
+                    m = re.match(r"^BENCH-CN (\S+) (\d+) (write|read) (\d+) (\d+) (\d+) (\d+)$", line)
+                    if m:
+                        fs, n, op, run, cn, b, ns = m.groups()
+                        records.append((tagged(fs + "_", tag)[:-1], int(n), op, int(run), int(cn),
+                                        int(b), int(ns)))
+                    if line.startswith("BENCH-FAIL") or re.match(r"^bench: \S+: ", line):
+                        notes.append(line + (f" ({tag})" if tag else ""))
+    cn_figures(records, values, runs, notes)
     figures = {
         n: {"median": v, "runs": runs.get(n, []),
             "min": min(runs.get(n, [v])), "max": max(runs.get(n, [v]))}

@@ -1,17 +1,20 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# `make bench`, the in-guest half (scripts/bench-fs.sh runs it on both
-# nodes of a 1 ION + 1 CN pset): zoidfs against NFS and v9fs, all serving the
-# same ION directory (one tmpfs) over the same virtio link, the same kernel
-# and the same workloads (fsbench, one static program for every system).
+# `make bench`, the in-guest half (scripts/bench-fs.sh runs it on every node
+# of its psets): zoidfs against NFS and v9fs, all serving the same ION
+# directory over the same virtio links, the same kernel and the same
+# workloads (fsbench, one static program for every system).
 #
-# The ION exports /export three ways: zoid's unix plug-in (zoidfs), the
-# kernel's nfsd (NFSv4.2, sync, configured through /proc: its export caches
-# are primed by hand, so no rpc.mountd or rpcbind runs) and diod (9P2000.L
-# over TCP, Debian's binary with its libraries).  The CN mounts each in turn:
+# The ION exports /export (a tmpfs, or with BENCH_EXPORT=ext4 its ext4 disk
+# /dev/vda) three ways: zoid's unix plug-in (zoidfs), the kernel's nfsd
+# (NFSv4.2, sync, configured through /proc: its export caches are primed by
+# hand; with nfs3 among the systems, NFSv3 too, with Debian's rpcbind and
+# rpc.mountd for its MOUNT protocol) and diod (9P2000.L over TCP, Debian's
+# binary with its libraries).  The CN mounts each in turn:
 #   zoidfs        zoidfs's defaults (cache=none)
 #   zoidfs_loose  zoidfs's best options (cache=loose)
 #   nfs           NFSv4.2, rsize=wsize=1M (nfsd's max_block_size raised first)
+#   nfs3          NFSv3, the same sizes, no locking (no lockd/statd)
 #   9p            v9fs, cache=none, the largest msize the server accepts
 #   9p_loose      v9fs, cache=loose
 # and prints, for each (medians of REPEAT runs, runs on a "bench:" line):
@@ -20,11 +23,23 @@
 #   BENCH <fs>_<create|stat|unlink>_<onedir|dirs>_ops       metadata, ops/s
 #   BENCH <fs>_par<N>_<write|read>_mbps / _jain      N processes at once,
 #         each on its own file: aggregate Mbit/s and Jain's fairness index
+#   BENCH <fs>_fio_<write|read>_1m_mbps, <fs>_fio_<randread|randwrite>_4k_<p50|p99>_us
+#         the same kinds of run through Debian's fio (psync, one job)
 # plus the raw link: BENCH raw_tcp_tput_1m_mbps, raw_treenet_tput_1m_mbps.
 # The CN's caches are dropped before every run.
+#
+# In a pset of 1 ION + N CNs (N > 1) it runs only the scaling across CNs:
+# for each system and each count n of BENCH_CN_STEPS (1 2 4, up to N), CNs
+# 1..n write (then fsync), then read, their own PAR_BYTES file in 1 MiB
+# blocks at once, REPEAT times; each CN prints its own result as
+#   BENCH-CN <fs> <n> <write|read> <run> <cn> <bytes> <ns>
+# and scripts/bench-fs-report.py makes the aggregate (all bytes over the
+# slowest CN's time) and Jain's index over the CNs of each run.  Every node
+# walks the same barriers, so the CNs start each run together.
 FSB=${FSBENCH:-/zoid/bench/fsbench}
 TCPB=${TCPBENCH:-/zoid/bench/tcpbench}
 DIOD=${DIOD:-/usr/sbin/diod}
+FIO=${FIO:-/usr/bin/fio}
 TCP_PORT=5203
 # name:block:total bytes -- sequential runs (smaller totals for small blocks
 # keep a 4 KiB run on an emulated machine within a few seconds).
@@ -32,73 +47,107 @@ SIZES=${BENCH_SIZES:-"4k:4096:4194304 64k:65536:16777216 1m:1048576:33554432 4m:
 RAND_OPS=${BENCH_RAND_OPS:-400}
 META_FILES=${BENCH_META_FILES:-500}
 META_DIRS=${BENCH_META_DIRS:-10}
-SYSTEMS=${BENCH_SYSTEMS:-"zoidfs zoidfs_loose nfs 9p 9p_loose"}
+SYSTEMS=${BENCH_SYSTEMS:-"zoidfs zoidfs_loose nfs nfs3 9p 9p_loose"}
 # Processes at once on the CN (empty: no scaling runs), bytes each writes.
 PROCS=${BENCH_PROCS-"1 2 4"}
 PAR_BYTES=${BENCH_PAR_BYTES:-16777216}
 # Extra zoidfs mount options for both zoidfs systems (inflight=, rsize=...).
 ZOPTS=${BENCH_ZOIDFS_OPTS:-}
+# Scaling across CNs: how many CNs at once.
+CN_STEPS=${BENCH_CN_STEPS:-"1 2 4"}
+EXPORT_FS=${BENCH_EXPORT:-tmpfs}
 Z=/sys/kernel/zoid
+BENCH_ANY_CNS=1
 . "$(dirname "$0")/lib.sh"
 [ -x "$FSB" ] || die "no fsbench at $FSB"
 bench_addresses
 
-# ---- the ION: three servers on one tmpfs -----------------------------------------
+# all_cns <command>: evaluates it once per CN, with $c its number.
+all_cns() { c=1; while [ $c -le "$ZOID_CNS" ]; do eval "$1" || return; c=$((c + 1)); done; }
+
+# ---- the ION: three servers on one directory -----------------------------------------
 if [ "$ZOID_ROLE" = ion ]; then
-  mkdir -p /export && mount -t tmpfs -o size=400m bench-export /export && chmod 1777 /export ||
-    die "no tmpfs for /export"
+  mkdir -p /export
+  case $EXPORT_FS in
+    tmpfs) mount -t tmpfs -o size=400m bench-export /export ;;
+    # (qemu/pset --ion-disk made it with the host's mkfs.ext4.)
+    ext4) mount -t ext4 /dev/vda /export ;;
+    *) false ;;
+  esac && chmod 1777 /export || die "no $EXPORT_FS for /export"
+  say "export: $(grep " /export " /proc/mounts)"
   # zoid
   echo /export > $Z/export || die "cannot set zoid's export"
-  # nfsd, NFSv4 only (v3 would need rpcbind and mountd), sync export.
+  # glibc's files: diod resolves this host's name and looks attaching users
+  # up (v9fs attaches as "nobody" with the caller's uid); rpcbind runs as
+  # _rpc; rpc.mountd names clients.
+  printf '127.0.0.1 localhost\n%s ion\n' "$ION_IP" > /etc/hosts
+  all_cns 'echo "10.77.$c.2 cn$c" >> /etc/hosts'
+  printf 'passwd: files\ngroup: files\nhosts: files\n' > /etc/nsswitch.conf
+  grep -q '^root:' /etc/passwd 2>/dev/null || echo 'root:x:0:0:root:/root:/bin/sh' >> /etc/passwd
+  grep -q '^nobody:' /etc/passwd || echo 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >> /etc/passwd
+  grep -q '^_rpc:' /etc/passwd || echo '_rpc:x:100:65534::/run/rpcbind:/bin/false' >> /etc/passwd
+  grep -q '^root:' /etc/group 2>/dev/null || echo 'root:x:0:' >> /etc/group
+  grep -q '^nogroup:' /etc/group || echo 'nogroup:x:65534:' >> /etc/group
+  hostname ion
+  # nfsd, sync export: NFSv4 on primed caches; NFSv3 (only when nfs3 is
+  # run) registers with rpcbind, and its clients ask rpc.mountd for the
+  # export's root handle (/etc/exports, as Debian's exportfs reads it).
   grep -q nfsd /proc/filesystems || die "no nfsd in this kernel"
   mkdir -p /proc/fs/nfsd 2>/dev/null
   mount -t nfsd nfsd /proc/fs/nfsd || die "cannot mount nfsd's control fs"
   echo 1048576 > /proc/fs/nfsd/max_block_size || say "nfsd: max_block_size stays $(cat /proc/fs/nfsd/max_block_size)"
   echo 10 > /proc/fs/nfsd/nfsv4leasetime
   echo 10 > /proc/fs/nfsd/nfsv4gracetime
-  echo "-3 +4 +4.1 +4.2" > /proc/fs/nfsd/versions || die "nfsd: cannot set versions"
-  # Prime the caches rpc.mountd would fill: the CN's address is in domain
+  v3=-3 mountd=
+  case " $SYSTEMS " in *" nfs3 "*)
+    v3=+3
+    # (The kernel registers nfsd at /var/run/rpcbind.sock.)
+    mkdir -p /run/rpcbind /var/lib/nfs
+    [ -e /var/run ] || ln -s /run /var/run
+    /sbin/rpcbind -f &
+    sleep 1
+    echo "/export 10.77.0.0/16(rw,sync,no_subtree_check,insecure,root_squash,fsid=0)" > /etc/exports
+    /usr/sbin/exportfs -r || die "exportfs failed"
+    ;;
+  esac
+  echo "$v3 +4 +4.1 +4.2" > /proc/fs/nfsd/versions || die "nfsd: cannot set versions"
+  # Prime the caches rpc.mountd would fill: each CN's address is in domain
   # "bench"; /export is exported to it with fsid=0 (the NFSv4 root),
   # no_subtree_check, insecure, root_squash, sync; its file handles (fsid
   # type 1, fsid 0) map back to /export.  Expiry: 2038.
   forever=2147483647
-  echo "nfsd $CN_IP $forever bench" > /proc/net/rpc/auth.unix.ip/channel || die "nfsd: auth.unix.ip"
+  all_cns 'echo "nfsd 10.77.$c.2 $forever bench" > /proc/net/rpc/auth.unix.ip/channel' ||
+    die "nfsd: auth.unix.ip"
   echo "bench /export $forever $((0x2000 | 0x400 | 0x2 | 0x4)) 65534 65534 0" \
     > /proc/net/rpc/nfsd.export/channel || die "nfsd: export"
   printf 'bench 1 \\x00000000 %s /export\n' $forever > /proc/net/rpc/nfsd.fh/channel || die "nfsd: fh"
   echo "tcp 2049" > /proc/fs/nfsd/portlist || die "nfsd: cannot listen on 2049"
   echo 8 > /proc/fs/nfsd/threads || die "nfsd: cannot start threads"
+  if [ $v3 = +3 ]; then
+    /usr/sbin/rpc.mountd -F -N 2 &
+    mountd=$!
+  fi
   say "nfsd: versions $(cat /proc/fs/nfsd/versions), max_block_size $(cat /proc/fs/nfsd/max_block_size)"
-  # diod: it resolves this host's name and looks attaching users up
-  # (v9fs attaches as "nobody" with the caller's uid), so /etc gets
-  # hosts, passwd and group files for glibc.
-  printf '127.0.0.1 localhost\n%s ion\n%s cn1\n' "$ION_IP" "$CN_IP" > /etc/hosts
-  printf 'passwd: files\ngroup: files\nhosts: files\n' > /etc/nsswitch.conf
-  grep -q '^root:' /etc/passwd 2>/dev/null || echo 'root:x:0:0:root:/root:/bin/sh' >> /etc/passwd
-  grep -q '^nobody:' /etc/passwd || echo 'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' >> /etc/passwd
-  grep -q '^root:' /etc/group 2>/dev/null || echo 'root:x:0:' >> /etc/group
-  grep -q '^nogroup:' /etc/group || echo 'nogroup:x:65534:' >> /etc/group
-  hostname ion
-  "$DIOD" -f -n -c /dev/null -L stderr -l "$ION_IP:564" -e /export &
+  listen=
+  all_cns 'listen="$listen -l 10.77.$c.1:564"'
+  "$DIOD" -f -n -c /dev/null -L stderr $listen -e /export &
   diod=$!
-  "$TCPB" server "$TCP_PORT" "$ION_IP" &
-  tcp=$!
+  tcp=
+  if [ "$ZOID_CNS" = 1 ]; then
+    "$TCPB" server "$TCP_PORT" "$ION_IP" &
+    tcp=$!
+  fi
   sleep 11                       # nfsd's grace period ends
   kill -0 $diod || die "diod did not start"
   barrier 1                      # the servers are ready
-  # The CN takes longer than a treenet barrier waits: it says it is done
-  # with a file in the export (pset's timeout bounds the wait).
-  while [ ! -e /export/.bench-done ]; do sleep 2; done
-  kill $diod
-  wait $tcp || say "tcpbench server failed"
-  echo 0 > /proc/fs/nfsd/threads
-  exit 0
 fi
 
 # ---- the CN: mount each system, run the workloads --------------------------------------
 M=/mnt/bench
-mkdir -p $M
-barrier 1
+if [ "$ZOID_ROLE" = cn ]; then
+  mkdir -p $M
+  barrier 1
+fi
 
 # mount_fs <system>: mounts it on $M.
 mount_fs() {
@@ -107,6 +156,9 @@ mount_fs() {
     zoidfs_loose) mount -t zoidfs -o "cache=loose${ZOPTS:+,$ZOPTS}" zoidfs $M ;;
     nfs) "$FSB" mount "$ION_IP:/" $M nfs4 \
            "vers=4.2,proto=tcp,addr=$ION_IP,clientaddr=$CN_IP,rsize=1048576,wsize=1048576" ;;
+    # (port=: no rpcbind lookup for nfsd itself, only for mountd.)
+    nfs3) "$FSB" mount "$ION_IP:/export" $M nfs \
+            "vers=3,proto=tcp,port=2049,mountproto=tcp,nolock,addr=$ION_IP,mountaddr=$ION_IP,rsize=1048576,wsize=1048576" ;;
     9p) "$FSB" mount "$ION_IP" $M 9p \
           "trans=tcp,port=564,version=9p2000.L,aname=/export,msize=4194304,cache=none" ;;
     9p_loose) "$FSB" mount "$ION_IP" $M 9p \
@@ -192,6 +244,71 @@ fs_workloads() { # <system> <dir>
   done
 }
 
+# fio_job <file> <rw> <bs> <size> <io bytes>: one fio job (a thread of
+# fio's process), JSON on stdout; writes end with an fsync, as fsbench's do.
+# (fio keeps its job table in SysV shared memory: the release kernel has
+# CONFIG_SYSVIPC for it.)
+fio_job() {
+  "$FIO" --thread --name=bench --filename="$1" --ioengine=psync --rw="$2" --bs="$3" \
+    --size="$4" --io_size="$5" --end_fsync=1 --invalidate=1 --output-format=json
+}
+
+# fio_value <json> <bw|p50|p99>: Mbit/s, or a completion latency
+# percentile in us, from fio's JSON (the largest over its read and write
+# sections: the one that ran; percentiles only of "clat_ns", not of the
+# final fsync's "sync" section).
+fio_value() {
+  case $2 in
+    bw) key='"bw_bytes"' ;;
+    p50) key='"50.000000"' ;;
+    p99) key='"99.000000"' ;;
+  esac
+  v=$(echo "$1" | awk -v key="$key" -v all="$([ "$2" = bw ] && echo 1)" '
+        /"clat_ns"/ { in_clat = 1 } /"lat_ns"|"sync"/ { in_clat = 0 }
+        index($0, key) && (all || in_clat) { sub(/.*: */, ""); sub(/[^0-9].*/, ""); print }' |
+      sort -n | tail -1)
+  [ -n "$v" ] && [ "$v" -gt 0 ] || return 1
+  case $2 in
+    bw) awk -v b="$v" 'BEGIN { printf "%.1f", b * 8 / 1e6 }' ;;
+    *) awk -v n="$v" 'BEGIN { printf "%.1f", n / 1000 }' ;;
+  esac
+}
+
+# fio's view of the same kinds of run: 1 MiB sequential write and read of a
+# 32 MiB file, and random 4 KiB reads and writes at queue depth 1 (RAND_OPS
+# of them) on a 16 MiB file.
+fio_workloads() { # <system> <dir>
+  sys=$1 d=$2
+  w= r= i=0
+  while [ $i -lt "$REPEAT" ]; do
+    drop_caches
+    out=$(fio_job "$d/fio-seq" write 1m 32m 32m 2>&1) && v=$(fio_value "$out" bw) ||
+      { fail "${sys}_fio_write_1m" "$(echo "$out" | tail -3)"; return 1; }
+    w="$w $v"
+    drop_caches
+    out=$(fio_job "$d/fio-seq" read 1m 32m 32m 2>&1) && v=$(fio_value "$out" bw) ||
+      { fail "${sys}_fio_read_1m" "$(echo "$out" | tail -3)"; return 1; }
+    r="$r $v"
+    i=$((i + 1))
+  done
+  report "${sys}_fio_write_1m_mbps" $w
+  report "${sys}_fio_read_1m_mbps" $r
+  for op in randread randwrite; do
+    p50= p99= i=0
+    while [ $i -lt "$REPEAT" ]; do
+      drop_caches
+      out=$(fio_job "$d/fio-rand" $op 4k 16m $((RAND_OPS * 4096)) 2>&1) &&
+        a=$(fio_value "$out" p50) && b=$(fio_value "$out" p99) ||
+        { fail "${sys}_fio_${op}_4k" "$(echo "$out" | tail -3)"; return 1; }
+      p50="$p50 $a" p99="$p99 $b"
+      i=$((i + 1))
+    done
+    report "${sys}_fio_${op}_4k_p50_us" $p50
+    report "${sys}_fio_${op}_4k_p99_us" $p99
+  done
+  rm -f "$d/fio-seq" "$d/fio-rand"
+}
+
 # Scaling on one CN: N processes write, then read, 1 MiB blocks, each its
 # own PAR_BYTES file, at once.
 scale_workloads() { # <system> <dir>
@@ -216,12 +333,79 @@ scale_workloads() { # <system> <dir>
   done
 }
 
+# ---- several CNs at once -------------------------------------------------------------
+# Every node (the ION too) walks the same barriers, tags from 100 up.
+tag=100
+step() { barrier $tag; tag=$((tag + 1)); }
+
+cns_workloads() {
+  steps=
+  for n in $CN_STEPS; do [ "$n" -gt "$ZOID_CNS" ] || steps="$steps $n"; done
+  for sys in $SYSTEMS; do
+    ok=
+    if [ "$ZOID_ROLE" = cn ]; then
+      d=$M/cn$ZOID_NODE_ID-$sys
+      # (A CN whose mount failed still walks the barriers.)
+      err=$(mount_fs "$sys" 2>&1) && ok=1 && mkdir -p "$d" ||
+        { fail "${sys}_cns_mount" "cn$ZOID_NODE_ID: $err"; ok=; }
+    fi
+    step                                   # every CN has it mounted
+    for n in $steps; do
+      i=0
+      while [ $i -lt "$REPEAT" ]; do
+        for op in write read; do
+          [ "$ZOID_ROLE" = cn ] && drop_caches
+          step                             # CNs 1..n start together
+          [ -n "$ok" ] && [ "$ZOID_NODE_ID" -le "$n" ] || continue
+          if [ $op = write ]; then
+            out=$("$FSB" write "$d/f" 1048576 "$PAR_BYTES" 2>&1)
+          else
+            out=$("$FSB" read "$d/f" 1048576 2>&1)
+          fi
+          b=$(field bytes "$out") ns=$(field ns "$out")
+          if [ -n "$b" ] && [ -n "$ns" ]; then
+            echo "BENCH-CN $sys $n $op $i $ZOID_NODE_ID $b $ns"
+          else
+            fail "${sys}_cns${n}_$op" "cn$ZOID_NODE_ID: $out"
+          fi
+        done
+        i=$((i + 1))
+      done
+    done
+    step                                   # every CN is done with it
+    if [ -n "$ok" ]; then
+      rm -rf "$d"
+      umount $M || fail "${sys}_umount" "cn$ZOID_NODE_ID cannot unmount"
+    fi
+  done
+}
+
+if [ "$ZOID_CNS" -gt 1 ]; then
+  cns_workloads
+  if [ "$ZOID_ROLE" = ion ]; then
+    kill $diod ${mountd:-}
+    echo 0 > /proc/fs/nfsd/threads
+  fi
+  exit "$failed"
+fi
+
+if [ "$ZOID_ROLE" = ion ]; then
+  # The CN takes longer than a treenet barrier waits: it says it is done
+  # with a file in the export (pset's timeout bounds the wait).
+  while [ ! -e /export/.bench-done ]; do sleep 2; done
+  kill $diod ${mountd:-}
+  wait $tcp || say "tcpbench server failed"
+  echo 0 > /proc/fs/nfsd/threads
+  exit 0
+fi
+
 for sys in $SYSTEMS; do
   err=$(mount_fs "$sys" 2>&1) || { fail "${sys}_mount" "$err $(dmesg | tail -2)"; continue; }
   say "$sys: $(grep " $M " /proc/mounts)"
   d=$M/cn$ZOID_NODE_ID-$sys
   mkdir -p "$d" || { fail "${sys}_mkdir"; umount $M; continue; }
   fs_workloads "$sys" "$d"
+  [ ! -x "$FIO" ] || fio_workloads "$sys" "$d"
   [ -z "$PROCS" ] || scale_workloads "$sys" "$d"
   rm -rf "$d"
   umount $M || fail "${sys}_umount" "cannot unmount"

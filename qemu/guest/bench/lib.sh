@@ -1,20 +1,26 @@
 # SPDX-License-Identifier: GPL-2.0
-# Helpers of the in-guest benchmark scripts (sourced by treenet.sh and
-# zoid.sh), in a 1 ION + 1 CN pset.
+# Helpers of the in-guest benchmark scripts (sourced by treenet.sh, zoid.sh,
+# hooks.sh and fs.sh), in a 1 ION + 1 CN pset (fs.sh, with BENCH_ANY_CNS
+# set, in one of 1 ION + N CNs too).
 #
 # IPv4 exists only for the benchmarks and only on the tree links: the ION's
 # link to CN k is 10.77.k.1/24, CN k is 10.77.k.2/24.  Links are found by
-# their MAC (qemu/pset mac(): 52:54:00:5a:<node id>:<link index>).
+# their MAC (qemu/pset mac(): 52:54:00:5a:<node id>:<link index>).  On a
+# CN, ION_IP and CN_IP are the two ends of its own link; on the ION, those
+# of CN 1's.
 TN=${TREENET_SYSFS:-/sys/kernel/treenet}   # overridable to test the scripts
 REPEAT=${REPEAT:-3}    # each measurement is the median of this many runs (TCG is noisy)
-ION_IP=10.77.1.1
-CN_IP=10.77.1.2
+_link=1
+[ "$ZOID_ROLE" = cn ] && _link=${ZOID_NODE_ID:-1}
+ION_IP=10.77.$_link.1
+CN_IP=10.77.$_link.2
 failed=0
 
 say() { echo "bench: $*"; }
 die() { say "$*"; exit 1; }
 
-[ "$ZOID_CNS" = 1 ] || die "run me in a 1 ION + 1 CN pset (ZOID_CNS=$ZOID_CNS)"
+[ "$ZOID_CNS" = 1 ] || [ -n "${BENCH_ANY_CNS:-}" ] ||
+  die "run me in a 1 ION + 1 CN pset (ZOID_CNS=$ZOID_CNS)"
 HAVE_TN=
 [ -e "$TN/selftest" ] && HAVE_TN=1
 
@@ -33,11 +39,16 @@ addr() {
   say "$1 $(cat "/sys/class/net/$1/address") $2"
 }
 
-# bench_addresses: this node's benchmark addresses.
+# bench_addresses: this node's benchmark addresses (the ION's on every
+# link).
 bench_addresses() {
   if [ "$ZOID_ROLE" = ion ]; then
-    l=$(link_by_mac "52:54:00:5a:00:00") || die "no link to cn1"
-    addr "$l" "$ION_IP/24"
+    c=1
+    while [ $c -le "$ZOID_CNS" ]; do
+      l=$(link_by_mac "52:54:00:5a:00:$(printf %02x $((c - 1)))") || die "no link to cn$c"
+      addr "$l" "10.77.$c.1/24"
+      c=$((c + 1))
+    done
   else
     l=$(link_by_mac "52:54:00:5a:$(printf %02x "$ZOID_NODE_ID"):00") || die "no tree link"
     addr "$l" "$CN_IP/24"
