@@ -84,7 +84,7 @@ def cn_figures(records, values, runs, notes):
     for (fs, n, op), by_run in sorted(groups.items()):
         aggs, jains = [], []
         for run, cns in sorted(by_run.items()):
-            if len(cns) != n or any(ns <= 0 for _, ns in cns.values()):
+            if len(cns) != n or any(ns <= 0 or b <= 0 for b, ns in cns.values()):
                 notes.append(f"BENCH-FAIL {fs}_cns{n}_{op} run {run}: "
                              f"{len(cns)} of {n} CNs reported")
                 continue

@@ -27,6 +27,7 @@ repo=$(cd "$here/.." && pwd)
 log="$repo/out/bench-fs"
 runs=${BENCH_RUNS:-tmpfs ext4 cns}
 cns=${BENCH_CNS:-4}
+[ "$cns" -ge 2 ] || { echo "bench: BENCH_CNS must be 2 or more (the cns run)"; exit 2; }
 
 fsbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/fsbench.c)
 tcpbench=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)

@@ -25,7 +25,7 @@ pkgs="diod libmunge2 liblua5.1-0 libwrap0 libcap2 rpcbind nfs-kernel-server libt
 bins="usr/sbin/diod sbin/rpcbind usr/sbin/rpc.mountd usr/sbin/exportfs usr/bin/fio"
 mkdir -p "$debs"
 for p in $pkgs; do
-  ls "$debs/${p}"_*_amd64.deb "$debs/${p}"_*_all.deb 2>/dev/null | grep -q . ||
+  compgen -G "$debs/${p}_*_amd64.deb" > /dev/null || compgen -G "$debs/${p}_*_all.deb" > /dev/null ||
     (cd "$debs" && apt-get download -q "$p" >&2) ||
     { echo "bench-peers: cannot download $p" >&2; exit 1; }
 done

@@ -342,12 +342,16 @@ cns_workloads() {
   steps=
   for n in $CN_STEPS; do [ "$n" -gt "$ZOID_CNS" ] || steps="$steps $n"; done
   for sys in $SYSTEMS; do
-    ok=
+    ok= mounted=
     if [ "$ZOID_ROLE" = cn ]; then
       d=$M/cn$ZOID_NODE_ID-$sys
       # (A CN whose mount failed still walks the barriers.)
-      err=$(mount_fs "$sys" 2>&1) && ok=1 && mkdir -p "$d" ||
-        { fail "${sys}_cns_mount" "cn$ZOID_NODE_ID: $err"; ok=; }
+      if err=$(mount_fs "$sys" 2>&1); then
+        mounted=1
+        mkdir -p "$d" && ok=1 || fail "${sys}_cns_mkdir" "cn$ZOID_NODE_ID: cannot make $d"
+      else
+        fail "${sys}_cns_mount" "cn$ZOID_NODE_ID: $err"
+      fi
     fi
     step                                   # every CN has it mounted
     for n in $steps; do
@@ -363,7 +367,7 @@ cns_workloads() {
             out=$("$FSB" read "$d/f" 1048576 2>&1)
           fi
           b=$(field bytes "$out") ns=$(field ns "$out")
-          if [ -n "$b" ] && [ -n "$ns" ]; then
+          if [ "${out#ok op=}" != "$out" ] && [ -n "$b" ] && [ -n "$ns" ]; then
             echo "BENCH-CN $sys $n $op $i $ZOID_NODE_ID $b $ns"
           else
             fail "${sys}_cns${n}_$op" "cn$ZOID_NODE_ID: $out"
@@ -372,18 +376,21 @@ cns_workloads() {
         i=$((i + 1))
       done
     done
-    step                                   # every CN is done with it
-    if [ -n "$ok" ]; then
-      rm -rf "$d"
+    [ -z "$ok" ] || rm -rf "$d"
+    if [ -n "$mounted" ]; then
       umount $M || fail "${sys}_umount" "cn$ZOID_NODE_ID cannot unmount"
     fi
+    # Every CN is done with it and unmounted: only then may the ION move
+    # on (after the last system, stop its servers).
+    step
   done
 }
 
 if [ "$ZOID_CNS" -gt 1 ]; then
   cns_workloads
   if [ "$ZOID_ROLE" = ion ]; then
-    kill $diod ${mountd:-}
+    # (SIGKILL: diod's own SIGTERM shutdown faulted once in a smoke run.)
+    kill -9 $diod; kill ${mountd:-} 2>/dev/null
     echo 0 > /proc/fs/nfsd/threads
   fi
   exit "$failed"
@@ -393,7 +400,7 @@ if [ "$ZOID_ROLE" = ion ]; then
   # The CN takes longer than a treenet barrier waits: it says it is done
   # with a file in the export (pset's timeout bounds the wait).
   while [ ! -e /export/.bench-done ]; do sleep 2; done
-  kill $diod ${mountd:-}
+  kill -9 $diod; kill ${mountd:-} 2>/dev/null
   wait $tcp || say "tcpbench server failed"
   echo 0 > /proc/fs/nfsd/threads
   exit 0
