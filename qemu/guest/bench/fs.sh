@@ -189,6 +189,28 @@ jain() { awk -v v="$(field jain_ppm "$1")" 'BEGIN { if (v > 0) printf "%.4f", v 
 # phase <output> <op>: the result line of one phase of an fsbench output.
 phase() { echo "$1" | grep "^ok op=$2 " | head -1; }
 
+# latencies <name> <command...>: REPEAT runs of the command, each after the
+# caches are dropped, printing "<p50> <p99>" in us; reports <name>_p50_us
+# and <name>_p99_us (or fails with what the command printed).
+latencies() {
+  lname=$1 p50= p99= i=0
+  shift
+  while [ $i -lt "$REPEAT" ]; do
+    drop_caches
+    pair=$("$@") || { fail "$lname" "$pair"; return 1; }
+    p50="$p50 ${pair% *}" p99="$p99 ${pair#* }"
+    i=$((i + 1))
+  done
+  report "${lname}_p50_us" $p50
+  report "${lname}_p99_us" $p99
+}
+
+# fsbench_latency <randread|randwrite> <file>: RAND_OPS 4 KiB operations.
+fsbench_latency() {
+  out=$("$FSB" "$1" "$2" 4096 "$RAND_OPS" 2>&1) &&
+    a=$(result "$out" p50) && b=$(result "$out" p99) && echo "$a $b" || { echo "$out"; return 1; }
+}
+
 fs_workloads() { # <system> <dir>
   sys=$1 d=$2
   for s in $SIZES; do
@@ -212,17 +234,7 @@ fs_workloads() { # <system> <dir>
   # Random 4 KiB at queue depth 1 on a 16 MiB file.
   "$FSB" write "$d/rand" 1048576 16777216 > /dev/null || { fail "${sys}_rand_file"; return 1; }
   for op in randread randwrite; do
-    p50= p99=
-    i=0
-    while [ $i -lt "$REPEAT" ]; do
-      drop_caches
-      out=$("$FSB" $op "$d/rand" 4096 "$RAND_OPS" 2>&1) && a=$(result "$out" p50) &&
-        b=$(result "$out" p99) || { fail "${sys}_${op}_4k" "$out"; return 1; }
-      p50="$p50 $a" p99="$p99 $b"
-      i=$((i + 1))
-    done
-    report "${sys}_${op}_4k_p50_us" $p50
-    report "${sys}_${op}_4k_p99_us" $p99
+    latencies "${sys}_${op}_4k" fsbench_latency $op "$d/rand" || return 1
   done
   rm -f "$d/seq" "$d/rand"
   # Metadata: FILES files in one directory, then spread over DIRS.
@@ -274,6 +286,14 @@ fio_value() {
   esac
 }
 
+# fio_latency <randread|randwrite> <file>: RAND_OPS 4 KiB operations on a
+# 16 MiB file.
+fio_latency() {
+  out=$(fio_job "$2" "$1" 4k 16m $((RAND_OPS * 4096)) 2>&1) &&
+    a=$(fio_value "$out" p50) && b=$(fio_value "$out" p99) && echo "$a $b" ||
+    { echo "$out" | tail -3; return 1; }
+}
+
 # fio's view of the same kinds of run: 1 MiB sequential write and read of a
 # 32 MiB file, and random 4 KiB reads and writes at queue depth 1 (RAND_OPS
 # of them) on a 16 MiB file.
@@ -294,17 +314,7 @@ fio_workloads() { # <system> <dir>
   report "${sys}_fio_write_1m_mbps" $w
   report "${sys}_fio_read_1m_mbps" $r
   for op in randread randwrite; do
-    p50= p99= i=0
-    while [ $i -lt "$REPEAT" ]; do
-      drop_caches
-      out=$(fio_job "$d/fio-rand" $op 4k 16m $((RAND_OPS * 4096)) 2>&1) &&
-        a=$(fio_value "$out" p50) && b=$(fio_value "$out" p99) ||
-        { fail "${sys}_fio_${op}_4k" "$(echo "$out" | tail -3)"; return 1; }
-      p50="$p50 $a" p99="$p99 $b"
-      i=$((i + 1))
-    done
-    report "${sys}_fio_${op}_4k_p50_us" $p50
-    report "${sys}_fio_${op}_4k_p99_us" $p99
+    latencies "${sys}_fio_${op}_4k" fio_latency $op "$d/fio-rand" || return 1
   done
   rm -f "$d/fio-seq" "$d/fio-rand"
 }
