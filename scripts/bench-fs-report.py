@@ -122,32 +122,36 @@ def plots(values, results):
     systems = [s for s in SYSTEMS if any(k.startswith(s + "_") for k in values)]
     sizes = [("4k", 4), ("64k", 64), ("1m", 1024), ("4m", 4096)]
 
-    def table(path, rows):
-        with open(path, "w") as f:
+    # The plots with at least one figure (a run may lack some workloads).
+    filled = set()
+
+    def table(kind, rows):
+        with open(f"{stem}-{kind}.dat", "w") as f:
             f.write("# " + " ".join(["x"] + systems) + "\n")
             for label, keyf in rows:
                 cells = [f"{values[keyf(s)]:.1f}" if keyf(s) in values else "NaN" for s in systems]
+                if any(c != "NaN" for c in cells):
+                    filled.add(kind)
                 f.write(" ".join([f'"{label}"'] + cells) + "\n")
 
-    table(f"{stem}-seq.dat",
+    table("seq",
           [(f"{op} {n}", (lambda s, op=op, n=n: f"{s}_{op}_{n}_mbps"))
            for op in ("write", "read") for n, _ in sizes])
-    table(f"{stem}-latency.dat",
+    table("latency",
           [(f"{op} {p}", (lambda s, op=op, p=p: f"{s}_{op}_4k_{p}_us"))
            for op in ("randread", "randwrite") for p in ("p50", "p99")])
-    table(f"{stem}-meta.dat",
+    table("meta",
           [(f"{op} {lay}", (lambda s, op=op, lay=lay: f"{s}_{op}_{lay}_ops"))
            for op in ("create", "stat", "unlink") for lay in ("onedir", "dirs")])
     procs = sorted({int(m.group(1)) for k in values for m in [re.search(r"_par(\d+)_", k)] if m})
-    table(f"{stem}-scale.dat",
+    table("scale",
           [(f"{op} x{n}", (lambda s, op=op, n=n: f"{s}_par{n}_{op}_mbps"))
            for op in ("write", "read") for n in procs])
     cns = sorted({int(m.group(1)) for k in values for m in [re.search(r"_cns(\d+)_", k)] if m})
-    table(f"{stem}-cns.dat",
+    table("cns",
           [(f"{op} {n} CN", (lambda s, op=op, n=n: f"{s}_cns{n}_{op}_mbps"))
            for op in ("write", "read") for n in cns])
-    ext4 = any("_ext4_" in k for k in values)
-    table(f"{stem}-ext4-seq.dat",
+    table("ext4-seq",
           [(f"{op} {n}", (lambda s, op=op, n=n: f"{s}_ext4_{op}_{n}_mbps"))
            for op in ("write", "read") for n, _ in sizes])
     cols = " , ".join(f"'{{dat}}' using {i + 2}:xtic(1) title '{LABELS[s]}'"
@@ -162,8 +166,7 @@ def plots(values, results):
              "Mbit/s"),
             ("ext4-seq", "Sequential I/O on an ext4 export, block size (higher is better)",
              "Mbit/s")):
-        if (kind == "scale" and not procs) or (kind == "cns" and not cns) or \
-                (kind == "ext4-seq" and not ext4):
+        if kind not in filled:
             continue
         dat = f"{stem}-{kind}.dat"
         svg = f"{stem}-{kind}.svg"

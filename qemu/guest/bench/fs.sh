@@ -205,6 +205,34 @@ latencies() {
   report "${lname}_p99_us" $p99
 }
 
+# throughputs <prefix> <suffix> <function> <args...>: REPEAT rounds of
+# `function write args...` then `function read args...`, caches dropped
+# before each, the function printing Mbit/s; reports
+# <prefix>_write_<suffix>_mbps and <prefix>_read_<suffix>_mbps (or fails
+# with what the function printed).
+throughputs() {
+  tprefix=$1 tsuffix=$2 w= r= i=0
+  shift 2
+  fn=$1
+  shift
+  while [ $i -lt "$REPEAT" ]; do
+    for op in write read; do
+      drop_caches
+      v=$("$fn" $op "$@") || { fail "${tprefix}_${op}_$tsuffix" "$v"; return 1; }
+      if [ $op = write ]; then w="$w $v"; else r="$r $v"; fi
+    done
+    i=$((i + 1))
+  done
+  report "${tprefix}_write_${tsuffix}_mbps" $w
+  report "${tprefix}_read_${tsuffix}_mbps" $r
+}
+
+# fsbench_seq <write|read> <file> <block> <total>: Mbit/s.
+fsbench_seq() {
+  if [ "$1" = write ]; then out=$("$FSB" write "$2" "$3" "$4" 2>&1); else out=$("$FSB" read "$2" "$3" 2>&1); fi &&
+    result "$out" mbps || { echo "$out"; return 1; }
+}
+
 # fsbench_latency <randread|randwrite> <file>: RAND_OPS 4 KiB operations.
 fsbench_latency() {
   out=$("$FSB" "$1" "$2" 4096 "$RAND_OPS" 2>&1) &&
@@ -215,21 +243,7 @@ fs_workloads() { # <system> <dir>
   sys=$1 d=$2
   for s in $SIZES; do
     name=${s%%:*}; rest=${s#*:}; block=${rest%%:*}; total=${rest#*:}
-    w= r=
-    i=0
-    while [ $i -lt "$REPEAT" ]; do
-      drop_caches
-      out=$("$FSB" write "$d/seq" "$block" "$total" 2>&1) && v=$(result "$out" mbps) ||
-        { fail "${sys}_write_$name" "$out"; return 1; }
-      w="$w $v"
-      drop_caches
-      out=$("$FSB" read "$d/seq" "$block" 2>&1) && v=$(result "$out" mbps) ||
-        { fail "${sys}_read_$name" "$out"; return 1; }
-      r="$r $v"
-      i=$((i + 1))
-    done
-    report "${sys}_write_${name}_mbps" $w
-    report "${sys}_read_${name}_mbps" $r
+    throughputs "$sys" "$name" fsbench_seq "$d/seq" "$block" "$total" || return 1
   done
   # Random 4 KiB at queue depth 1 on a 16 MiB file.
   "$FSB" write "$d/rand" 1048576 16777216 > /dev/null || { fail "${sys}_rand_file"; return 1; }
@@ -286,6 +300,11 @@ fio_value() {
   esac
 }
 
+# fio_seq <write|read> <file>: Mbit/s of 32 MiB in 1 MiB blocks.
+fio_seq() {
+  out=$(fio_job "$2" "$1" 1m 32m 32m 2>&1) && fio_value "$out" bw || { echo "$out" | tail -3; return 1; }
+}
+
 # fio_latency <randread|randwrite> <file>: RAND_OPS 4 KiB operations on a
 # 16 MiB file.
 fio_latency() {
@@ -299,20 +318,7 @@ fio_latency() {
 # of them) on a 16 MiB file.
 fio_workloads() { # <system> <dir>
   sys=$1 d=$2
-  w= r= i=0
-  while [ $i -lt "$REPEAT" ]; do
-    drop_caches
-    out=$(fio_job "$d/fio-seq" write 1m 32m 32m 2>&1) && v=$(fio_value "$out" bw) ||
-      { fail "${sys}_fio_write_1m" "$(echo "$out" | tail -3)"; return 1; }
-    w="$w $v"
-    drop_caches
-    out=$(fio_job "$d/fio-seq" read 1m 32m 32m 2>&1) && v=$(fio_value "$out" bw) ||
-      { fail "${sys}_fio_read_1m" "$(echo "$out" | tail -3)"; return 1; }
-    r="$r $v"
-    i=$((i + 1))
-  done
-  report "${sys}_fio_write_1m_mbps" $w
-  report "${sys}_fio_read_1m_mbps" $r
+  throughputs "${sys}_fio" 1m fio_seq "$d/fio-seq" || return 1
   for op in randread randwrite; do
     latencies "${sys}_fio_${op}_4k" fio_latency $op "$d/fio-rand" || return 1
   done
@@ -341,6 +347,14 @@ scale_workloads() { # <system> <dir>
     report "${sys}_par${np}_read_jain" $rj
     rm -f "$d"/par-*
   done
+}
+
+# stop_servers: the ION's diod, rpc.mountd and nfsd threads.  (SIGKILL for
+# diod: its own SIGTERM shutdown faulted once in a smoke run.)
+stop_servers() {
+  kill -9 $diod
+  [ -z "$mountd" ] || kill $mountd
+  echo 0 > /proc/fs/nfsd/threads
 }
 
 # ---- several CNs at once -------------------------------------------------------------
@@ -398,11 +412,7 @@ cns_workloads() {
 
 if [ "$ZOID_CNS" -gt 1 ]; then
   cns_workloads
-  if [ "$ZOID_ROLE" = ion ]; then
-    # (SIGKILL: diod's own SIGTERM shutdown faulted once in a smoke run.)
-    kill -9 $diod; kill ${mountd:-} 2>/dev/null
-    echo 0 > /proc/fs/nfsd/threads
-  fi
+  [ "$ZOID_ROLE" != ion ] || stop_servers
   exit "$failed"
 fi
 
@@ -410,9 +420,8 @@ if [ "$ZOID_ROLE" = ion ]; then
   # The CN takes longer than a treenet barrier waits: it says it is done
   # with a file in the export (pset's timeout bounds the wait).
   while [ ! -e /export/.bench-done ]; do sleep 2; done
-  kill -9 $diod; kill ${mountd:-} 2>/dev/null
+  stop_servers
   wait $tcp || say "tcpbench server failed"
-  echo 0 > /proc/fs/nfsd/threads
   exit 0
 fi
 
