@@ -13,9 +13,9 @@
 #![allow(dead_code)]
 
 use crate::zoid_proto::version::{Version, SUITE_VERSION};
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::{c_int, c_long, c_void};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{atomic::Atomic, Arc};
 
 #[repr(C)]
 struct RawMsg {
@@ -60,6 +60,7 @@ extern "C" {
     ) -> c_int;
     fn treenet_node_id() -> c_int;
     fn treenet_reachable(node: u16) -> bool;
+    fn treenet_drive_until(channel: u16, done: *const u32, timeout: c_long) -> c_int;
     fn treenet_ion() -> c_int;
     fn treenet_is_below(node: u16) -> bool;
     fn treenet_nodes_below(out: *mut u16, cap: usize) -> c_int;
@@ -321,6 +322,19 @@ pub(crate) fn ion() -> Result<u16> {
     let rc = unsafe { treenet_ion() };
     to_result(rc)?;
     u16::try_from(rc).map_err(|_| EINVAL)
+}
+
+/// Waits until `done` is nonzero (`Ok(true)`), `timeout` jiffies passed
+/// (`Ok(false)`) or a signal (`EINTR`), doing treenet's receive work in
+/// this task and delivering messages on `channel` in it (no thread switch
+/// between a reply and its waiter).  `EBUSY`: wait the usual way instead.
+/// The channel's handler runs in the caller's task meanwhile.
+pub(crate) fn drive_until(channel: u16, done: &Atomic<u32>, timeout: usize) -> Result<bool> {
+    let t = c_long::try_from(timeout).unwrap_or(c_long::MAX);
+    // SAFETY: `done` is a live atomic `u32`, borrowed for the call.
+    let rc = unsafe { treenet_drive_until(channel, done.as_ptr().cast_const(), t) };
+    to_result(rc)?;
+    Ok(rc > 0)
 }
 
 /// Whether `node` is reachable now.

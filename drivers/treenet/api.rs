@@ -10,9 +10,9 @@
 
 use crate::engine::{ChannelHandler, Treenet};
 use crate::zoid_kernel::msgbuf::MsgBuf;
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::{c_int, c_long, c_void};
 use kernel::prelude::*;
-use kernel::sync::{global_lock, Arc};
+use kernel::sync::{atomic::Atomic, global_lock, Arc};
 use kernel::uaccess::{UserPtr, UserSlice};
 
 global_lock! {
@@ -367,6 +367,38 @@ pub(crate) unsafe extern "C" fn treenet_msg_put(msg: *mut TreenetMsg) {
 pub(crate) extern "C" fn treenet_node_id() -> c_int {
     match instance() {
         Ok(net) => c_int::from(net.node_id()),
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Waits until `*done` is nonzero (returns 1), `timeout` jiffies passed
+/// (0) or a signal (-EINTR), doing treenet's receive work in the calling
+/// task meanwhile and delivering messages on `channel` in it: a reply on
+/// that channel reaches its waiter without a thread switch.  -EBUSY: the
+/// caller waits its usual way (another task drives, or this one has too
+/// little stack left).  The handler of `channel` must not depend on
+/// running in treenet's thread.
+///
+/// # Safety
+///
+/// `done` points to an aligned `u32` valid for the whole call, which
+/// others access only atomically.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_drive_until(
+    channel: u16,
+    done: *const u32,
+    timeout: c_long,
+) -> c_int {
+    let net = match instance() {
+        Ok(net) => net,
+        Err(e) => return e.to_errno(),
+    };
+    // SAFETY: per the contract, `done` is aligned, valid for the call and
+    // accessed atomically by everyone (treenet only reads it).
+    let done = unsafe { Atomic::<u32>::from_ptr(done.cast_mut()) };
+    let timeout = usize::try_from(timeout).unwrap_or(0);
+    match net.drive_until(channel, done, timeout) {
+        Ok(d) => c_int::from(d),
         Err(e) => e.to_errno(),
     }
 }

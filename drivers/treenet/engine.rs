@@ -11,7 +11,7 @@
 //! callbacks with the lock dropped.
 
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
-use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
+use crate::zoid_kernel::kthread::{stack_left, Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
 use crate::zoid_kernel::stats::counters;
@@ -28,10 +28,15 @@ use crate::zoid_proto::treenet::wire::{
 };
 use kernel::prelude::*;
 use kernel::sync::{
-    atomic::{Atomic, Relaxed},
+    atomic::{Acquire, Atomic, Relaxed},
     Arc, CondVar, CondVarTimeoutResult, Mutex,
 };
 use kernel::{new_condvar, new_mutex};
+
+/// Stack a task must have left to run an engine pass in
+/// [`Treenet::drive_until`] (the engine thread has a whole stack to itself;
+/// a deep caller, or any caller on a small-stack architecture, waits for it).
+pub(crate) const DRIVE_STACK_MIN: usize = 10 * 1024;
 
 /// treenet's own channel (rendezvous control messages).
 pub(crate) const CHANNEL_TREENET: u16 = 0;
@@ -140,6 +145,9 @@ counters! {
         grants_refused: "Rendezvous requests refused (queue full or peer over its limit).",
         acks_sent: "Ack frames sent.",
         kicks_saved: "Sends that did not need to wake the engine thread.",
+        drives: "Waits in which the waiting task did the engine's work (see drive_until).",
+        drive_passes: "Engine passes run by waiting tasks instead of the engine thread.",
+        drive_refused: "Waits that could not drive (another task drove, or too little stack).",
         hellos_sent: "Hello frames sent.",
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
@@ -338,6 +346,10 @@ struct Inner {
     engine_wake_at: u64,
     /// Queue space was freed while senders sleep: wake them.
     wake_senders: bool,
+    /// Bumped (under the lock) before every notification of `progress`:
+    /// a waiter that read it before checking its condition cannot miss the
+    /// notification that follows a change (see [`Treenet::wait_progress`]).
+    progress_gen: u64,
     /// The pset's shared secret: when set, every frame sent carries a
     /// SipHash-2-4 tag and every frame received must (see `wire.rs`).
     auth: Option<SipKey>,
@@ -550,6 +562,7 @@ impl Treenet {
             auth: None,
             rtx_now: false,
             wake_senders: false,
+            progress_gen: 0,
         };
         Arc::pin_init(
             try_pin_init!(Self {
@@ -705,7 +718,7 @@ impl Treenet {
         drop(g);
         // Unregisters the packet handler outside the lock.
         drop(link);
-        self.flush_events();
+        self.flush_events(None);
     }
 
     /// Recent neighbour transitions, oldest first.
@@ -953,21 +966,109 @@ impl Treenet {
         Ok(())
     }
 
-    /// Waits (up to `ms`) for engine progress; for blocking callers.
-    pub(crate) fn wait_progress(&self, ms: u64) {
+    /// The engine's progress count, to pass to [`Treenet::wait_progress`].
+    /// Read it before checking the condition waited for.
+    pub(crate) fn progress_mark(&self) -> u64 {
+        self.inner.lock().progress_gen
+    }
+
+    /// Waits (up to `ms`) for engine progress after `mark` (from
+    /// [`Treenet::progress_mark`]); returns at once if there was some.
+    /// Waiting for a notification alone would lose one that came between
+    /// the caller's check and its sleep, and sleep the whole `ms`.
+    pub(crate) fn wait_progress(&self, mark: u64, ms: u64) {
         let mut g = self.inner.lock();
+        if g.progress_gen != mark {
+            return;
+        }
         let _ = self
             .progress
             .wait_interruptible_timeout(&mut g, ms_to_jiffies(ms));
     }
 
-    /// Calls upper layers for what the engine collected.
-    fn flush_events(&self) {
+    /// Waits until `done` is nonzero (`Ok(true)`), `timeout` jiffies passed
+    /// (`Ok(false)`) or a signal (`EINTR`), doing the engine's work in this
+    /// task meanwhile: frames that arrive wake it rather than the engine
+    /// thread, and it delivers messages on `channel` itself.  A caller
+    /// waiting for a reply saves a thread switch that way.  `EBUSY` if
+    /// another task drives, or this one has too little stack left for an
+    /// engine pass: the caller waits its usual way.
+    pub(crate) fn drive_until(
+        &self,
+        channel: u16,
+        done: &Atomic<u32>,
+        timeout: usize,
+    ) -> Result<bool> {
+        let me = kernel::task::Task::current_raw() as usize;
+        if stack_left() < DRIVE_STACK_MIN || self.delivering.load(Relaxed) == me {
+            count(&self.stats.drive_refused);
+            return Err(EBUSY);
+        }
+        let Some(driving) = self.kicker.drive() else {
+            count(&self.stats.drive_refused);
+            return Err(EBUSY);
+        };
+        count(&self.stats.drives);
+        let mut left = timeout;
+        loop {
+            if done.load(Acquire) != 0 {
+                return Ok(true);
+            }
+            if left == 0 {
+                return Ok(false);
+            }
+            if kernel::current!().signal_pending() {
+                return Err(EINTR);
+            }
+            let (l, kicked) = driving.wait(done, left);
+            left = l;
+            if kicked {
+                count(&self.stats.drive_passes);
+                self.pass(Some(channel));
+            }
+        }
+    }
+
+    /// Calls upper layers for what the engine collected: everything, or
+    /// for a driving task (see [`Treenet::drive_until`]) only the
+    /// deliveries on its channel at the head of the queue.  Returns whether
+    /// events were left (for the engine thread).
+    fn flush_events(&self, only: Option<u16>) -> bool {
         let _dispatch = self.dispatch.lock();
         self.delivering
             .store(kernel::task::Task::current_raw() as usize, Relaxed);
         let mut delivered = false;
-        loop {
+        let mut left = false;
+        // A driver runs in some caller's context: it delivers to its own
+        // channel only, and in order (nothing queued before is skipped).
+        while let Some(ch) = only {
+            let (event, handler) = {
+                let mut g = self.inner.lock();
+                match g.events.first() {
+                    Some(Event::Deliver { channel, .. }) if *channel == ch => {}
+                    Some(_) => {
+                        left = true;
+                        break;
+                    }
+                    None => break,
+                }
+                let handler = g
+                    .channels
+                    .iter()
+                    .find(|c| c.id == ch)
+                    .map(|c| c.handler.clone());
+                let Ok(event) = g.events.remove(0) else { break };
+                (event, handler)
+            };
+            delivered = true;
+            if let Event::Deliver { channel, src, msg } = event {
+                match handler {
+                    Some(h) => h.receive(channel, src, msg),
+                    None => count(&self.stats.drop_no_channel),
+                }
+            }
+        }
+        while only.is_none() {
             let (events, channels) = {
                 let mut g = self.inner.lock();
                 if g.events.is_empty() {
@@ -1006,18 +1107,35 @@ impl Treenet {
             }
         }
         self.delivering.store(0, Relaxed);
+        if delivered && only.is_none() {
+            // A reply a driving task waits for may have been among them.
+            self.kicker.wake_driver();
+        }
         // Wake blocked callers only when there is news for them: a
         // delivery or peer event (self-test waits), or freed queue space.
-        let wake = core::mem::take(&mut self.inner.lock().wake_senders);
+        let wake = {
+            let mut g = self.inner.lock();
+            let wake = core::mem::take(&mut g.wake_senders);
+            if delivered || wake {
+                g.progress_gen = g.progress_gen.wrapping_add(1);
+            }
+            wake
+        };
         if delivered || wake {
             self.progress.notify_all();
         }
+        left
     }
 
-    /// One engine pass; returns jiffies until the next pass is needed.
-    fn pass(&self) -> (usize, bool) {
+    /// One engine pass; returns jiffies until the next pass is needed, and
+    /// whether there is more to do at once.  `driver`: the pass runs in a
+    /// driving task (see [`Treenet::drive_until`]) delivering on that
+    /// channel only; it wakes the engine thread for anything it leaves.
+    fn pass(&self, driver: Option<u16>) -> (usize, bool) {
         let mut g = self.inner.lock();
-        g.engine_wake_at = 0;
+        if driver.is_none() {
+            g.engine_wake_at = 0;
+        }
         let now = now_ns();
         let k = &self.knobs;
         let s = &self.stats;
@@ -1103,7 +1221,7 @@ impl Treenet {
         let mut next_us: u64 = div_u64(hello_every, 1000);
         let more = more_rx || more_tx || !g.loop_frames.is_empty() || !g.events.is_empty();
         drop(g);
-        self.flush_events();
+        let left = self.flush_events(driver);
         // Acks last: what upper layers sent while handling these frames (a
         // reply, a pong) left first, so an ack is never on a round trip's
         // critical path.
@@ -1116,13 +1234,21 @@ impl Treenet {
         if g.rtx_at != u64::MAX {
             next_us = next_us.min(div_u64(g.rtx_at.saturating_sub(now), 1000));
         }
+        let next_at = now.saturating_add(next_us.saturating_mul(1000));
+        if driver.is_some() {
+            // The engine thread sleeps until `engine_wake_at` (0 while it
+            // runs): wake it for what this pass left, or for a deadline
+            // (an ack, a retransmission) earlier than its own.
+            let kick = more || left || next_at < g.engine_wake_at;
+            drop(g);
+            if kick {
+                self.kicker.kick_thread();
+            }
+            return (0, false);
+        }
         // Jiffies round up: the thread wakes no earlier than this.  While
         // there is more to do it does not sleep at all.
-        g.engine_wake_at = if more {
-            0
-        } else {
-            now.saturating_add(next_us.saturating_mul(1000))
-        };
+        g.engine_wake_at = if more { 0 } else { next_at };
         drop(g);
         (ms_to_jiffies(div_u64(next_us + 999, 1000)), more)
     }
@@ -2172,7 +2298,7 @@ impl ThreadBody for Treenet {
 
     fn run(&self, ctx: &ThreadCtx<'_>) {
         while !ctx.should_stop() {
-            let (wait, more) = self.pass();
+            let (wait, more) = self.pass(None);
             if !more {
                 ctx.wait(wait);
             }

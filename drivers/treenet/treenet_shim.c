@@ -68,6 +68,7 @@ int treenet_msg_read_user(const struct treenet_msg *msg, size_t offset, void __u
 			  size_t len);
 int treenet_node_id(void);
 bool treenet_reachable(u16 node);
+int treenet_drive_until(u16 channel, const u32 *done, long timeout);
 int treenet_ion(void);
 bool treenet_is_below(u16 node);
 int treenet_nodes_below(u16 *out, size_t cap);
@@ -88,6 +89,7 @@ EXPORT_SYMBOL_GPL(treenet_send_msg);
 EXPORT_SYMBOL_GPL(treenet_msg_read_user);
 EXPORT_SYMBOL_GPL(treenet_node_id);
 EXPORT_SYMBOL_GPL(treenet_reachable);
+EXPORT_SYMBOL_GPL(treenet_drive_until);
 EXPORT_SYMBOL_GPL(treenet_ion);
 EXPORT_SYMBOL_GPL(treenet_is_below);
 EXPORT_SYMBOL_GPL(treenet_nodes_below);

@@ -30,7 +30,7 @@ use crate::CHANNEL;
 use kernel::ffi::c_void;
 use kernel::new_condvar;
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::{Atomic, Relaxed, Release};
 use kernel::sync::{Arc, CondVar, CondVarTimeoutResult, Mutex};
 use kernel::uaccess::UserPtr;
 
@@ -82,6 +82,9 @@ pub(crate) struct PendingCall {
     state: Mutex<CallState>,
     #[pin]
     done: CondVar,
+    /// Set (after `state`) when the reply is filed: a caller that drives
+    /// treenet while it waits (see `wait_reply`) watches this.
+    finished: Atomic<u32>,
 }
 
 struct ClientState {
@@ -218,7 +221,22 @@ impl InFlight {
                 client.send_notice(self.ion, MsgKind::Cancel, self.call.tag);
                 return Err(ESHUTDOWN);
             }
-            {
+            // Wait doing treenet's receive work in this task: the reply is
+            // handed over without waking treenet's thread first (one thread
+            // switch less per call).  If another task drives, wait below.
+            let slice = ms_to_jiffies(250);
+            let driven = match treenet::drive_until(CHANNEL, &self.call.finished, slice) {
+                Err(EINTR) => {
+                    if let Some(reply) = self.take_reply() {
+                        return Ok(reply);
+                    }
+                    stats.c.interrupted.fetch_add(1, Relaxed);
+                    client.send_notice(self.ion, MsgKind::Cancel, self.call.tag);
+                    return Err(EINTR);
+                }
+                r => r.is_ok(),
+            };
+            if !driven {
                 let mut g = self.call.state.lock();
                 if let CallState::Waiting = &*g {
                     let r = self
@@ -360,6 +378,7 @@ impl Client {
                     errno: hdr.errno,
                     reply: msg,
                 };
+                call.finished.store(1, Release);
                 call.done.notify_all();
             }
             _ => {
@@ -622,6 +641,7 @@ impl Client {
                 tag,
                 state <- kernel::new_mutex!(CallState::Waiting, "zoid::call"),
                 done <- new_condvar!("zoid::call_done"),
+                finished: Atomic::new(0),
             }),
             GFP_KERNEL,
         )?;

@@ -7,9 +7,12 @@
 //! [`super::netlink::NetLink`]); [`KThread::spawn`] then starts the thread.
 //! Dropping the [`KThread`] stops the thread and waits for it.
 
-use core::ptr::NonNull;
+use core::{marker::PhantomData, ptr::NonNull};
 use kernel::ffi::{c_char, c_int, c_long, c_void};
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::{atomic::Atomic, Arc},
+};
 
 /// The C shim's thread record (opaque).
 #[repr(C)]
@@ -28,6 +31,17 @@ extern "C" {
     fn zk_thread_stop_free(t: *mut RawThread);
     fn zk_thread_stop(t: *mut RawThread);
     fn zk_thread_kick(t: *mut RawThread);
+    fn zk_thread_kick_thread(t: *mut RawThread);
+    fn zk_thread_drive_begin(t: *mut RawThread) -> bool;
+    fn zk_thread_drive_end(t: *mut RawThread);
+    fn zk_thread_drive_wait(
+        t: *mut RawThread,
+        done: *const u32,
+        timeout: c_long,
+        kicked: *mut bool,
+    ) -> c_long;
+    fn zk_thread_wake_driver(t: *mut RawThread);
+    fn zk_stack_left() -> usize;
     fn zk_thread_should_stop() -> bool;
     fn zk_thread_wait(t: *mut RawThread, timeout: c_long);
 }
@@ -51,17 +65,84 @@ impl Kicker {
         Ok(Self { raw })
     }
 
-    /// Wakes the thread (no-op before it started).
+    /// Wakes the thread (no-op before it started), or the task driving it
+    /// (see [`Kicker::drive`]).
     pub(crate) fn kick(&self) {
         // SAFETY: `raw` is a live record (freed only when `self` is
         // dropped, after the thread stopped).
         unsafe { zk_thread_kick(self.raw.as_ptr()) }
     }
 
+    /// Wakes the thread itself, even while a task drives it.
+    pub(crate) fn kick_thread(&self) {
+        // SAFETY: as in `kick`.
+        unsafe { zk_thread_kick_thread(self.raw.as_ptr()) }
+    }
+
+    /// Registers the current task as the one that does the thread's work
+    /// while it waits: kicks wake it instead of the thread until the
+    /// returned guard is dropped.  `None` if another task drives.
+    pub(crate) fn drive(&self) -> Option<Driving<'_>> {
+        // SAFETY: as in `kick`.
+        unsafe { zk_thread_drive_begin(self.raw.as_ptr()) }.then_some(Driving {
+            kicker: self,
+            _task_bound: PhantomData,
+        })
+    }
+
+    /// Wakes the driving task, if any and not the current one: what it
+    /// waits for may have been done by the thread.
+    pub(crate) fn wake_driver(&self) {
+        // SAFETY: as in `kick`.
+        unsafe { zk_thread_wake_driver(self.raw.as_ptr()) }
+    }
+
     /// The raw record, for C producers (`NetLink`) that kick it.
     pub(crate) fn as_raw(&self) -> *mut RawThread {
         self.raw.as_ptr()
     }
+}
+
+/// The current task drives a [`Kicker`]'s thread (see [`Kicker::drive`]).
+pub(crate) struct Driving<'a> {
+    kicker: &'a Kicker,
+    /// Registered for the current task: must stay on it (not `Send`).
+    _task_bound: PhantomData<*mut ()>,
+}
+
+impl Driving<'_> {
+    /// Sleeps until kicked, `done` is nonzero, a signal or `timeout`
+    /// jiffies passed.  Returns the jiffies left and whether the thread's
+    /// work is pending (the caller now has to do it).
+    pub(crate) fn wait(&self, done: &Atomic<u32>, timeout: usize) -> (usize, bool) {
+        let t = c_long::try_from(timeout).unwrap_or(c_long::MAX);
+        let mut kicked = false;
+        // SAFETY: the record is live (borrowed); `done` is a valid `u32`
+        // the C side only reads (once, atomically); `kicked` is writable.
+        let left = unsafe {
+            zk_thread_drive_wait(
+                self.kicker.raw.as_ptr(),
+                done.as_ptr().cast_const(),
+                t,
+                &mut kicked,
+            )
+        };
+        (usize::try_from(left).unwrap_or(0), kicked)
+    }
+}
+
+impl Drop for Driving<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the current task registered in `Kicker::drive`; a kick
+        // it did not take goes to the thread.
+        unsafe { zk_thread_drive_end(self.kicker.raw.as_ptr()) }
+    }
+}
+
+/// Bytes of kernel stack left below the caller.
+pub(crate) fn stack_left() -> usize {
+    // SAFETY: no preconditions; reads the current task's stack bounds.
+    unsafe { zk_stack_left() }
 }
 
 impl Drop for Kicker {

@@ -13,19 +13,37 @@
  * pointer and waits for a grace period before kthread_stop() and the final
  * put_task_struct(): a kick never wakes a freed task_struct, it only finds
  * NULL and does nothing.
+ *
+ * A task that waits for the thread's work (a caller waiting for a reply
+ * the thread would receive) may do that work itself meanwhile: it registers
+ * as the driver, kicks wake it instead of the thread, and a kick it did
+ * not take when it stops driving is passed on to the thread.  That saves
+ * one thread switch per wait.  A kick reads the driver pointer in an RCU
+ * read-side section too, and the driver clears it before it can exit; a
+ * task_struct is freed only after a grace period that follows its exit.
  */
 #include <linux/err.h>
 #include <linux/kthread.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
+#include <linux/sched/task_stack.h>
 #include <linux/slab.h>
 
 #include "zoid_kernel_shim.h"
 
 struct zk_thread {
 	struct task_struct *task;
+	/*
+	 * A task doing the thread's work while it waits for something of its
+	 * own (zk_thread_drive_begin): kicks wake it instead of the thread.
+	 */
+	struct task_struct *driver;
+	/* Work kicked to whoever does it (the driver or the thread). */
 	atomic_t pending;
+	/* Work kicked to the thread itself: a driver never takes it. */
+	atomic_t thread_pending;
 };
 
 struct zk_thread *zk_thread_alloc(void)
@@ -67,16 +85,94 @@ void zk_thread_stop_free(struct zk_thread *t)
 	kfree(t);
 }
 
+/*
+ * Marks work pending and wakes whoever does it: the driver if one is
+ * registered, else the thread.  A task's memory outlives the RCU read
+ * sections that may still see it (tasks are freed after a grace period).
+ */
 void zk_thread_kick(struct zk_thread *t)
 {
 	struct task_struct *task;
 
 	atomic_set(&t->pending, 1);
+	/* Pairs with zk_thread_drive_end: one of us sees the other. */
+	smp_mb();
+	rcu_read_lock();
+	task = READ_ONCE(t->driver);
+	if (!task)
+		task = READ_ONCE(t->task);
+	if (task)
+		wake_up_process(task);
+	rcu_read_unlock();
+}
+
+/* Wakes the thread itself, even while a task drives. */
+void zk_thread_kick_thread(struct zk_thread *t)
+{
+	struct task_struct *task;
+
+	atomic_set(&t->thread_pending, 1);
 	rcu_read_lock();
 	task = READ_ONCE(t->task);
 	if (task)
 		wake_up_process(task);
 	rcu_read_unlock();
+}
+
+/* Registers the current task as the driver; false if another one is. */
+bool zk_thread_drive_begin(struct zk_thread *t)
+{
+	return cmpxchg(&t->driver, NULL, current) == NULL;
+}
+
+/*
+ * The current task stops driving.  Work kicked to it and not taken goes to
+ * the thread.
+ */
+void zk_thread_drive_end(struct zk_thread *t)
+{
+	WRITE_ONCE(t->driver, NULL);
+	smp_mb();
+	if (atomic_read(&t->pending))
+		zk_thread_kick(t);
+}
+
+/*
+ * The driver sleeps until kicked, *done is nonzero, a signal or timeout
+ * jiffies passed.  Returns the jiffies left; *kicked says whether work is
+ * pending (and is now the caller's to do).
+ */
+long zk_thread_drive_wait(struct zk_thread *t, const u32 *done, long timeout,
+			  bool *kicked)
+{
+	set_current_state(TASK_INTERRUPTIBLE);
+	if (!atomic_read(&t->pending) && !READ_ONCE(*done) &&
+	    !signal_pending(current))
+		timeout = schedule_timeout(timeout);
+	__set_current_state(TASK_RUNNING);
+	*kicked = atomic_xchg(&t->pending, 0);
+	return timeout;
+}
+
+/* Wakes the driver (if any, and not the caller): its wait may be over. */
+void zk_thread_wake_driver(struct zk_thread *t)
+{
+	struct task_struct *task;
+
+	rcu_read_lock();
+	task = READ_ONCE(t->driver);
+	if (task && task != current)
+		wake_up_process(task);
+	rcu_read_unlock();
+}
+
+/* Bytes of kernel stack left below the caller's frame. */
+unsigned long zk_stack_left(void)
+{
+	unsigned long here = (unsigned long)__builtin_frame_address(0);
+	unsigned long base = (unsigned long)task_stack_page(current);
+
+	return here > base ? here - base : 0;
 }
 
 bool zk_thread_should_stop(void)
@@ -88,7 +184,9 @@ bool zk_thread_should_stop(void)
 void zk_thread_wait(struct zk_thread *t, long timeout)
 {
 	set_current_state(TASK_INTERRUPTIBLE);
-	if (!atomic_xchg(&t->pending, 0) && !kthread_should_stop())
+	/* Both flags are taken: one pass does the work either asked for. */
+	if (!(atomic_xchg(&t->pending, 0) | atomic_xchg(&t->thread_pending, 0)) &&
+	    !kthread_should_stop())
 		schedule_timeout(timeout);
 	__set_current_state(TASK_RUNNING);
 }

@@ -23,6 +23,13 @@ int zk_thread_start(struct zk_thread *t, int (*fn)(void *), void *data,
 void zk_thread_stop(struct zk_thread *t);
 void zk_thread_stop_free(struct zk_thread *t);
 void zk_thread_kick(struct zk_thread *t);
+void zk_thread_kick_thread(struct zk_thread *t);
+bool zk_thread_drive_begin(struct zk_thread *t);
+void zk_thread_drive_end(struct zk_thread *t);
+long zk_thread_drive_wait(struct zk_thread *t, const u32 *done, long timeout,
+			  bool *kicked);
+void zk_thread_wake_driver(struct zk_thread *t);
+unsigned long zk_stack_left(void);
 bool zk_thread_should_stop(void);
 void zk_thread_wait(struct zk_thread *t, long timeout);
 
