@@ -792,10 +792,22 @@ mod loopback_tests {
         }
     }
 
-    #[test]
-    fn messages_loop_back_through_every_layer() -> Result {
+    /// Node 7 with its engine thread, `handler` on channel 9 and the
+    /// loopback wire bound, once it reaches itself.
+    fn loopback_node(handler: Arc<dyn ChannelHandler>) -> Result<(Arc<Treenet>, KThread<Treenet>)> {
         let net = Treenet::new(7, Role::Ion)?;
         let engine = KThread::spawn(c"treenet-kunit", net.clone())?;
+        net.register_channel(9, handler)?;
+        net.bind(c"loopback")?;
+        wait_for(&net, 120_000, || net.reachable(7));
+        if !net.reachable(7) {
+            return Err(ETIMEDOUT);
+        }
+        Ok((net, engine))
+    }
+
+    #[test]
+    fn messages_loop_back_through_every_layer() -> Result {
         let counter = Arc::new(
             Counter {
                 msgs: Atomic::new(0),
@@ -804,10 +816,7 @@ mod loopback_tests {
             },
             GFP_KERNEL,
         )?;
-        net.register_channel(9, counter.clone())?;
-        net.bind(c"loopback")?;
-        wait_for(&net, 60_000, || net.reachable(7));
-        assert!(net.reachable(7));
+        let (net, engine) = loopback_node(counter.clone())?;
         net.knobs.packet_size.store(240, Relaxed);
         let sizes = [0usize, 1, 224, 225, 5000, 300_000];
         let mut total = 0u64;
@@ -819,7 +828,7 @@ mod loopback_tests {
             net.send(9, 7, m, true)?;
             total += len as u64;
         }
-        wait_for(&net, 60_000, || {
+        wait_for(&net, 120_000, || {
             counter.msgs.load(Relaxed) >= sizes.len() as u64
         });
         assert_eq!(counter.msgs.load(Relaxed), sizes.len() as u64);
@@ -832,7 +841,7 @@ mod loopback_tests {
             net.send(9, 7, MsgBuf::new(len, GFP_KERNEL)?, true)?;
             total += len as u64;
         }
-        wait_for(&net, 60_000, || {
+        wait_for(&net, 120_000, || {
             counter.msgs.load(Relaxed) >= 2 * sizes.len() as u64
         });
         assert_eq!(counter.msgs.load(Relaxed), 2 * sizes.len() as u64);
@@ -869,8 +878,6 @@ mod loopback_tests {
 
     #[test]
     fn a_waiting_task_drives_the_engine() -> Result {
-        let net = Treenet::new(7, Role::Ion)?;
-        let engine = KThread::spawn(c"treenet-kunit", net.clone())?;
         let f = Arc::new(
             Flagger {
                 flag: Atomic::new(0),
@@ -878,10 +885,7 @@ mod loopback_tests {
             },
             GFP_KERNEL,
         )?;
-        net.register_channel(9, f.clone())?;
-        net.bind(c"loopback")?;
-        wait_for(&net, 60_000, || net.reachable(7));
-        assert!(net.reachable(7));
+        let (net, engine) = loopback_node(f.clone())?;
         // Nothing arrives: the wait times out (10 ms) with no error.
         let t = crate::zoid_kernel::time::ms_to_jiffies(10);
         if crate::zoid_kernel::kthread::stack_left() < crate::engine::DRIVE_STACK_MIN {
