@@ -1219,7 +1219,8 @@ impl Treenet {
         // Next wake-up: the earliest hello or timeout, retransmission (known
         // after the handlers' sends, below) or delayed ack.
         let mut next_us: u64 = div_u64(hello_every, 1000);
-        let more = more_rx || more_tx || !g.loop_frames.is_empty() || !g.events.is_empty();
+        let more_work = more_rx || more_tx || !g.loop_frames.is_empty();
+        let more = more_work || !g.events.is_empty();
         drop(g);
         let left = self.flush_events(driver);
         // Acks last: what upper layers sent while handling these frames (a
@@ -1237,9 +1238,12 @@ impl Treenet {
         let next_at = now.saturating_add(next_us.saturating_mul(1000));
         if driver.is_some() {
             // The engine thread sleeps until `engine_wake_at` (0 while it
-            // runs): wake it for what this pass left, or for a deadline
-            // (an ack, a retransmission) earlier than its own.
-            let kick = more || left || next_at < g.engine_wake_at;
+            // runs): wake it for what this pass left (frames, events for
+            // other channels), or for a deadline (an ack, a retransmission)
+            // earlier than its own.  Events this pass delivered are not
+            // left: waking the thread for them would cost the very switch
+            // the driver saves.
+            let kick = more_work || left || next_at < g.engine_wake_at;
             drop(g);
             if kick {
                 self.kicker.kick_thread();
