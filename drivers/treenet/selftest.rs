@@ -30,10 +30,7 @@ use crate::zoid_proto::crc32c::Crc32c;
 use crate::zoid_proto::siphash::{siphash24, SipKey};
 use crate::zoid_proto::treenet::wire::BROADCAST;
 use kernel::prelude::*;
-use kernel::sync::{
-    atomic::{Acquire, Atomic, Relaxed, Release},
-    Arc, Mutex,
-};
+use kernel::sync::{Arc, Mutex};
 use kernel::{new_mutex, str::CString};
 
 /// Channel of the test payloads.
@@ -132,9 +129,6 @@ pub(crate) struct SelfTest {
     net: Arc<Treenet>,
     #[pin]
     state: Mutex<State>,
-    /// The id of the last pong received (0: none since the ping went
-    /// out): a pinging task drives the engine until it is set.
-    pong: Atomic<u32>,
 }
 
 impl SelfTest {
@@ -145,7 +139,6 @@ impl SelfTest {
             try_pin_init!(Self {
                 net: own,
                 state <- new_mutex!(State::default(), "treenet::selftest"),
-                pong: Atomic::new(0),
             }),
             GFP_KERNEL,
         )?;
@@ -345,33 +338,6 @@ impl SelfTest {
         Ok(())
     }
 
-    /// Waits for the pong of ping `id`.
-    fn await_pong(&self, id: u32, deadline: u64) -> Result {
-        loop {
-            let mark = self.net.progress_mark();
-            let p = self.pong.load(Acquire);
-            if p == id {
-                return Ok(());
-            }
-            if p != 0 {
-                // A late pong of an earlier ping: keep waiting for ours.
-                let _ = self.pong.cmpxchg(p, 0, Relaxed);
-                continue;
-            }
-            if now_ns() > deadline {
-                return Err(ETIMEDOUT);
-            }
-            // Not `drive_until`: on the loopback wire a driving pinger made
-            // almost every ping wait for a retransmission (a delayed ack
-            // of a frame it received was sent late), to be understood
-            // before the self-test drives again.
-            if kernel::current!().signal_pending() {
-                return Err(EINTR);
-            }
-            self.net.wait_progress(mark, 100);
-        }
-    }
-
     fn ping(&self, dst: u16, size: usize, count: u64) -> Result {
         let start = now_ns();
         // The slowest round trip: a stall (a lost wake-up, a retransmission)
@@ -380,10 +346,9 @@ impl SelfTest {
         for i in 0..count {
             let id = (i as u32).wrapping_add(1);
             let t0 = now_ns();
-            self.pong.store(0, Relaxed);
             self.net
                 .send(CHAN_CTL, dst, ctl(OP_PING, id, 0, 0, size)?, true)?;
-            self.await_pong(id, deadline_after_ms(10_000))?;
+            self.wait_until(10_000, |s| s.last_pong == id)?;
             max_ns = max_ns.max(now_ns() - t0);
         }
         let ns = now_ns() - start;
@@ -482,10 +447,7 @@ impl SelfTest {
                 m.write_at(0, &hh)?;
                 self.net.send(CHAN_CTL, src, m, false)?;
             }
-            OP_PONG => {
-                self.state.lock().last_pong = a;
-                self.pong.store(a, Release);
-            }
+            OP_PONG => self.state.lock().last_pong = a,
             OP_BARRIER => {
                 let node = b as u16;
                 let late = {
