@@ -54,6 +54,13 @@ const RX_BUDGET: usize = 256;
 const RX_ROUND: usize = 32;
 /// Frames sent per engine pass per neighbour.
 const TX_BUDGET: usize = 128;
+/// Longest an engine pass receives, and then transmits, before it moves
+/// on (ns); what is left goes to the next pass, which follows at once.
+/// Acks go out between passes: a pass that ran on for seconds (a flood on
+/// a kernel where a frame costs milliseconds, as a KASAN kernel under
+/// emulation does) held them past the senders' retransmission timeouts,
+/// and the retransmissions it drew made every later pass longer still.
+const PASS_TIME_NS: u64 = 2_000_000;
 /// Frames after which an ack goes without waiting for `ack_delay_us`.
 const ACK_EVERY: u32 = 2;
 /// Initial grant queue capacity; it grows to hold
@@ -333,6 +340,13 @@ struct Inner {
     last_hello_ns: u64,
     hello_now: bool,
     events: KVec<Event>,
+    /// An emptied events vector, kept for its capacity: the next batch is
+    /// collected into it (no allocation per engine pass).
+    spare_events: KVec<Event>,
+    /// The link an engine pass receives from first: each pass starts one
+    /// further, so a pass cut short by its time budget (one frame, in a
+    /// slow debug kernel) does not serve the first link only.
+    rx_first_link: usize,
     /// Recent neighbour transitions: (node, up, silence before it, ms).
     peer_log: KVec<(u16, bool, u64)>,
     /// Senders sleeping until a queue drains.
@@ -555,6 +569,8 @@ impl Treenet {
             last_hello_ns: 0,
             hello_now: true,
             events: KVec::new(),
+            spare_events: KVec::new(),
+            rx_first_link: 0,
             peer_log: KVec::new(),
             blocked_senders: 0,
             rtx_at: u64::MAX,
@@ -1069,14 +1085,16 @@ impl Treenet {
             }
         }
         while only.is_none() {
-            let (events, channels) = {
+            let (mut events, channels) = {
                 let mut g = self.inner.lock();
                 if g.events.is_empty() {
                     break;
                 }
-                let events = core::mem::take(&mut g.events);
+                let spare = core::mem::take(&mut g.spare_events);
+                let events = core::mem::replace(&mut g.events, spare);
                 delivered = true;
-                let mut chans = KVec::new();
+                let mut chans =
+                    KVec::with_capacity(g.channels.len(), GFP_KERNEL).unwrap_or_default();
                 for c in g.channels.iter() {
                     if chans.push((c.id, c.handler.clone()), GFP_KERNEL).is_err() {
                         break;
@@ -1084,7 +1102,7 @@ impl Treenet {
                 }
                 (events, chans)
             };
-            for e in events {
+            for e in events.drain_all() {
                 match e {
                     Event::Deliver { channel, src, msg } => {
                         match channels.iter().find(|c| c.0 == channel) {
@@ -1103,6 +1121,13 @@ impl Treenet {
                             h.peer_event(node, up);
                         }
                     }
+                }
+            }
+            // Back as the spare (a vector grown large by a burst is let go).
+            if events.capacity() <= 256 {
+                let mut g = self.inner.lock();
+                if g.spare_events.capacity() == 0 {
+                    g.spare_events = events;
                 }
             }
         }
@@ -1136,15 +1161,21 @@ impl Treenet {
         if driver.is_none() {
             g.engine_wake_at = 0;
         }
-        let now = now_ns();
+        let start = now_ns();
+        let mut now = start;
         let k = &self.knobs;
         let s = &self.stats;
         // Receive: the links take turns, at most RX_ROUND frames each per
-        // round, so a busy link (a flood) cannot starve the others.
+        // round, so a busy link (a flood) cannot starve the others; at
+        // most RX_BUDGET frames, or PASS_TIME_NS, in all.
         let mut budget = RX_BUDGET;
+        let links = g.links.len();
+        let first = g.rx_first_link % links.max(1);
+        g.rx_first_link = first + 1;
         loop {
             let mut got = false;
-            for li in 0..g.links.len() {
+            for turn in 0..links {
+                let li = (first + turn) % links;
                 let mut share = RX_ROUND;
                 while share > 0 && budget > 0 {
                     let frame = match &g.links[li] {
@@ -1157,6 +1188,10 @@ impl Treenet {
                     got = true;
                     let mac = frame.src_mac();
                     g.handle_frame(k, s, li, mac, frame.data(), now);
+                    now = now_ns();
+                    if now.saturating_sub(start) >= PASS_TIME_NS {
+                        budget = 0;
+                    }
                 }
             }
             if !got || budget == 0 {
@@ -1656,7 +1691,7 @@ impl Inner {
                 });
                 if expired {
                     count(&s.rto_expired);
-                    self.neighbors[ni].tx[lane.index()].win.rto.backoff();
+                    self.neighbors[ni].tx[lane.index()].win.on_timeout(now);
                 }
                 for q in due {
                     count(&s.retransmits);
@@ -1708,8 +1743,24 @@ impl Inner {
                 let (li, mac) = (n.link, n.mac);
                 let session = self.session_to(ni);
                 let sealing = Sealing::new(&self.auth, session);
-                // Acks bypass fault injection (straight to the wire).
-                if let Some(frame) = build_frame(s, sealing, &hdr, &p, &[]) {
+                // Acks bypass fault injection (straight to the wire), and
+                // on a netdevice are sealed in the skb (no frame buffer).
+                if let Some(Some(Link::Net(link))) = self.links.get(li) {
+                    let total = HEADER_LEN + p.len() + sealing.trailer_len();
+                    let sent = link.send(&mac, total, |b| {
+                        let (h, rest) = b.split_at_mut(HEADER_LEN);
+                        let (payload, t) = rest.split_at_mut(p.len());
+                        payload.copy_from_slice(&p);
+                        if let Ok(h) = <&mut [u8; HEADER_LEN]>::try_from(h) {
+                            sealing.seal(&hdr, &[payload], h, t);
+                        }
+                    });
+                    count(&s.acks_sent);
+                    count(&s.frames_sent);
+                    if sent.is_err() {
+                        count(&s.tx_errors);
+                    }
+                } else if let Some(frame) = build_frame(s, sealing, &hdr, &p, &[]) {
                     count(&s.acks_sent);
                     self.wire_send(s, li, &mac, frame);
                 }
@@ -1718,12 +1769,14 @@ impl Inner {
         next
     }
 
-    /// Sends new frames while windows allow; control lanes first.  Returns
+    /// Sends new frames while windows allow; control lanes first, for at
+    /// most [`TX_BUDGET`] frames per neighbour or [`PASS_TIME_NS`].  Returns
     /// whether frames are still waiting for budget (not for window space).
     fn transmit(&mut self, k: &Knobs, s: &Stats) -> bool {
         let now = now_us();
         let window = k.window.load(Relaxed) as usize;
         let ack_delay = ack_delay_us(k);
+        let deadline = now_ns().saturating_add(PASS_TIME_NS);
         let mut more = false;
         for ni in 0..self.neighbors.len() {
             if !self.neighbors[ni].up {
@@ -1741,7 +1794,8 @@ impl Inner {
                     let Some(m) = l.msgs.iter_mut().find(|m| m.sent < m.frames) else {
                         break;
                     };
-                    if budget == 0 {
+                    // Every neighbour gets a frame, however late it is.
+                    if budget == 0 || (budget < TX_BUDGET && now_ns() >= deadline) {
                         more = true;
                         break;
                     }

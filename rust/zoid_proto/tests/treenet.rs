@@ -231,20 +231,62 @@ fn timers_wake_for_holes_after_fast_after_not_the_rto() {
     assert!(!s.due(2_001, 2_000, |q| due.push(q)));
     assert_eq!(due, vec![1]);
     s.on_retransmit(1, 2_001);
-    // The resent hole waits `fast_after` again (2 ms) before frame 3's
-    // RTO (sent at 3 µs, due at 10 003 µs).
-    assert_eq!(s.next_due_in(2_001, 2_000), Some(2_000));
-    assert_eq!(s.next_due_in(2_001, 9_000), Some(8_002));
-    // The hole again, and the tail-loss probe: frame 3 once, without an
-    // RTO backoff; then it waits for its RTO like any frame sent twice.
+    // The resent hole is not known to be lost again until a frame sent
+    // after it arrives: it waits for its RTO (due at 12 001 µs).  Frame
+    // 3's tail-loss probe (sent at 3 µs, probed after twice `fast_after`)
+    // comes first.
+    assert_eq!(s.next_due_in(2_001, 2_000), Some(2_002));
+    // With a long `fast_after` the probe waits for the RTO, which runs
+    // from the last ack that made progress (at 400 µs): due at 10 400 µs.
+    assert_eq!(s.next_due_in(2_001, 9_000), Some(8_399));
+    // The tail-loss probe: frame 3 once, without an RTO backoff; then it
+    // waits for its RTO like any frame sent twice.
     due.clear();
     assert!(!s.due(4_003, 2_000, |q| due.push(q)));
-    assert_eq!(due, vec![1, 3]);
-    s.on_retransmit(1, 4_003);
+    assert_eq!(due, vec![3]);
     s.on_retransmit(3, 4_003);
     assert_eq!(s.rto.rto(), 10_000);
-    assert_eq!(s.next_due_in(4_003, 20_000), Some(10_000));
+    assert_eq!(s.next_due_in(4_003, 20_000), Some(7_998));
     assert_eq!(SendWindow::new(0, 8, est).next_due_in(0, 1), None);
+}
+
+#[test]
+fn a_resent_hole_goes_again_after_fast_after_only_once_a_later_frame_arrived() {
+    let est = RtoEstimator::new(50_000, 10_000, 1_000_000);
+    let mut s = SendWindow::new(0, 8, est);
+    for t in 0..3 {
+        s.on_send(t);
+    }
+    // 0 acked, 2 sacked: 1 is a hole, resent after `fast_after`.
+    s.on_ack(1, 0b1, 400);
+    let mut due = Vec::new();
+    s.due(2_001, 2_000, |q| due.push(q));
+    assert_eq!(due, vec![1]);
+    s.on_retransmit(1, 2_001);
+    // A receiver too slow to answer within `fast_after` (an overloaded
+    // node) does not get the hole again after `fast_after`: nothing sent
+    // after the resend has arrived, so it is not known lost.
+    for now in [4_002, 5_900] {
+        due.clear();
+        assert!(!s.due(now, 2_000, |q| due.push(q)));
+        assert!(due.is_empty(), "at {now}: {due:?}");
+    }
+    // Frame 3, sent after the resend, arrives (selectively acked): the
+    // resent hole is lost again.
+    s.on_send(5_000);
+    s.on_ack(1, 0b11, 5_950);
+    due.clear();
+    assert!(!s.due(5_950, 2_000, |q| due.push(q)));
+    assert_eq!(due, vec![1]);
+    s.on_retransmit(1, 5_950);
+    // Nothing more arrives: it is probed like a newest frame, after twice
+    // `fast_after` (no RTO, no backoff).
+    due.clear();
+    assert!(!s.due(9_949, 2_000, |q| due.push(q)));
+    assert!(due.is_empty(), "{due:?}");
+    assert!(!s.due(9_950, 2_000, |q| due.push(q)));
+    assert_eq!(due, vec![1]);
+    assert_eq!(s.rto.rto(), 10_000);
 }
 
 #[test]
@@ -595,4 +637,61 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_timeout_halves_the_congestion_window_and_resends_half_of_it() {
+    let est = RtoEstimator::new(10_000, 10_000, 1_000_000);
+    let mut s = SendWindow::new(0, 8, est);
+    for t in 0..8 {
+        s.on_send(t);
+    }
+    assert!(!s.can_send());
+    // No answer for an RTO: the 4 oldest go again (half the window), the
+    // window halves, the RTO doubles and its timer restarts.
+    let mut due = Vec::new();
+    assert!(s.due(10_007, 9_000, |q| due.push(q)));
+    assert_eq!(due, vec![0, 1, 2, 3]);
+    s.on_timeout(10_007);
+    for &q in &due {
+        s.on_retransmit(q, 10_007);
+    }
+    assert_eq!((s.cwnd(), s.rto.rto()), (4, 20_000));
+    // Frames 4..8, unanswered too, wait for the restarted timer rather
+    // than going at once; only frame 7's tail-loss probe (18 ms after it
+    // left) comes before that.
+    due.clear();
+    assert!(!s.due(10_008, 9_000, |q| due.push(q)));
+    assert!(due.is_empty(), "{due:?}");
+    assert_eq!(s.next_due_in(10_008, 9_000), Some(7_999));
+    // An ack for 0..4 (the resends) grows the window back by 4; a timeout
+    // again halves it.
+    s.on_ack(4, 0, 12_000);
+    assert_eq!(s.cwnd(), 8);
+    assert!(s.due(32_000, 9_000, |q| due.push(q)));
+    s.on_timeout(32_000);
+    assert_eq!(s.cwnd(), 4);
+}
+
+#[test]
+fn a_slow_receiver_that_acks_draws_no_timeout() {
+    let est = RtoEstimator::new(10_000, 10_000, 1_000_000);
+    let mut s = SendWindow::new(0, 8, est);
+    for t in 0..8 {
+        s.on_send(t);
+    }
+    // One frame acked every 6 ms: each older than the RTO by the time its
+    // ack comes, but the acks keep the timer from expiring: nothing goes
+    // again but the newest frame's tail-loss probe.
+    for i in 1..8u32 {
+        let now = 6_000 * i;
+        s.on_ack(i, 0, now);
+        let mut due = Vec::new();
+        assert!(!s.due(now + 5_000, 9_000, |q| due.push(q)), "at {now}");
+        assert!(due.iter().all(|&q| q == 7), "at {now}: {due:?}");
+        for q in due {
+            s.on_retransmit(q, now + 5_000);
+        }
+    }
+    assert_eq!(s.cwnd(), 8);
 }

@@ -868,7 +868,7 @@ impl Sim {
         let mut due = Vec::new();
         if l.win.due(now_us, l.win.fast_after(), |q| due.push(q)) {
             self.m.rto_expired += 1;
-            l.win.rto.backoff();
+            l.win.on_timeout(now_us);
         }
         for q in due {
             self.m.retransmits += 1;

@@ -110,6 +110,24 @@ pub struct SendWindow {
     flags: [u8; RING],
     /// How long the receiver may hold an ack back (µs).
     peer_ack_delay: u64,
+    /// When the latest-sent frame known to have arrived (acked or
+    /// selectively acked, and sent only once) was sent: a frame in flight
+    /// sent before it is lost (or reordered), one sent after it is not yet
+    /// known to be either.  `None` while nothing is in flight.
+    delivered_sent_at: Option<u32>,
+    /// Congestion window (frames): halved by each retransmission timeout,
+    /// grown by the frames each ack covers, at most `window`.  A receiver
+    /// too slow for the window (an overloaded node: its acks come later
+    /// than the RTO) gets fewer frames in flight instead of the whole
+    /// window again at every timeout.
+    cwnd: usize,
+    /// When the lane's retransmission timer last restarted (µs): at the
+    /// first frame of a flight, at every ack that made progress, at every
+    /// timeout.  A frame's RTO runs from the later of this and its own
+    /// transmission, so a receiver that acks, however slowly, draws no
+    /// timeout, and one timeout does not follow another before a whole
+    /// (backed-off) RTO.
+    timer_from: u32,
     /// RTO estimation of this lane.
     pub rto: RtoEstimator,
 }
@@ -124,6 +142,9 @@ impl SendWindow {
             sent_at: [0; RING],
             flags: [0; RING],
             peer_ack_delay: 0,
+            delivered_sent_at: None,
+            cwnd: window.clamp(1, MAX_WINDOW),
+            timer_from: 0,
             rto,
         }
     }
@@ -152,15 +173,38 @@ impl SendWindow {
     /// Changes the window (takes effect as frames drain).
     pub fn set_window(&mut self, window: usize) {
         self.window = window.clamp(1, MAX_WINDOW);
+        self.cwnd = self.cwnd.min(self.window);
+    }
+
+    /// The congestion window (frames), at most the window.
+    pub fn cwnd(&self) -> usize {
+        self.cwnd
     }
 
     /// Whether another frame may be sent.
     pub fn can_send(&self) -> bool {
-        self.in_flight() < self.window
+        self.in_flight() < self.window.min(self.cwnd)
+    }
+
+    /// A retransmission timeout expired at `now` (see [`SendWindow::due`]):
+    /// back the RTO off, halve the congestion window, restart the timer.
+    pub fn on_timeout(&mut self, now: u32) {
+        self.rto.backoff();
+        self.cwnd = (self.cwnd / 2).max(1);
+        self.timer_from = now;
+    }
+
+    /// How long `seq`'s retransmission timer has run at `now`.
+    fn timer_age(&self, seq: u32, now: u32) -> u64 {
+        self.age(seq, now)
+            .min(u64::from(now.wrapping_sub(self.timer_from)))
     }
 
     /// Records the transmission of a new frame; returns its sequence number.
     pub fn on_send(&mut self, now: u32) -> u32 {
+        if self.base == self.next {
+            self.timer_from = now;
+        }
         let seq = self.next;
         self.sent_at[seq as usize % RING] = now;
         self.flags[seq as usize % RING] = 0;
@@ -182,6 +226,25 @@ impl SendWindow {
         self.flags[seq as usize % RING] & flag != 0
     }
 
+    /// Notes that `seq` arrived.  A retransmitted frame is left out: which
+    /// of its copies arrived is unknown (Karn's rule again).
+    fn delivered(&mut self, seq: u32) {
+        if self.is(seq, RETRANSMITTED) {
+            return;
+        }
+        let t = self.sent_at[seq as usize % RING];
+        self.delivered_sent_at = Some(match self.delivered_sent_at {
+            Some(d) if (d.wrapping_sub(t) as i32) >= 0 => d,
+            _ => t,
+        });
+    }
+
+    /// Whether `seq` (in flight) was last sent before a frame that arrived.
+    fn overtaken(&self, seq: u32) -> bool {
+        self.delivered_sent_at
+            .is_some_and(|d| (d.wrapping_sub(self.sent_at[seq as usize % RING]) as i32) > 0)
+    }
+
     /// Processes an ack: `next` is the receiver's next expected sequence
     /// number, bit `i` of `sack` says `next + 1 + i` arrived.
     pub fn on_ack(&mut self, next: u32, sack: u64, now: u32) -> AckOutcome {
@@ -193,6 +256,9 @@ impl SendWindow {
             };
         }
         let from = self.base;
+        if advance > 0 {
+            self.timer_from = now;
+        }
         // Karn: sample only from a frame sent once; the newest acked one.
         if advance > 0 {
             let last = next.wrapping_sub(1);
@@ -200,7 +266,13 @@ impl SendWindow {
                 self.rto.sample(self.age(last, now));
             }
         }
+        let mut seq = from;
+        while seq != next {
+            self.delivered(seq);
+            seq = seq.wrapping_add(1);
+        }
         self.base = next;
+        self.cwnd = self.cwnd.saturating_add(advance as usize).min(self.window);
         for i in 0..64u32 {
             if sack & (1u64 << i) == 0 {
                 continue;
@@ -209,7 +281,16 @@ impl SendWindow {
             if seq_diff(seq, self.next) >= 0 {
                 break;
             }
+            if !self.is(seq, SACKED) {
+                self.delivered(seq);
+                self.timer_from = now;
+            }
             self.flags[seq as usize % RING] |= SACKED;
+        }
+        if self.base == self.next {
+            // Nothing in flight: a send time that old means nothing (the
+            // clock wraps after 35 minutes).
+            self.delivered_sent_at = None;
         }
         AckOutcome {
             acked: advance as u32,
@@ -239,7 +320,10 @@ impl SendWindow {
 
     /// How old unacknowledged frame `seq` may get before it goes again:
     /// the RTO; `fast_after` for a hole below a selectively acked frame
-    /// (fast retransmission); twice `fast_after` plus the peer's ack delay
+    /// (fast retransmission); for a hole already resent, `fast_after` once
+    /// a frame sent after the resend arrived, else as a tail-loss probe (a
+    /// receiver slower than `fast_after` to answer, an overloaded node, does
+    /// not get every hole again each `fast_after`); twice `fast_after` plus the peer's ack delay
     /// for the newest frame in flight if it was sent once (a tail-loss
     /// probe: nothing after it can be selectively acked to reveal its loss,
     /// and its answer, an ack, reveals any hole before it).
@@ -247,8 +331,14 @@ impl SendWindow {
         let rto = self.rto.rto();
         let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
         let newest = seq.wrapping_add(1) == self.next;
-        if hole {
+        if hole && (self.overtaken(seq) || !self.is(seq, RETRANSMITTED)) {
             rto.min(fast_after)
+        } else if hole {
+            // Resent, and nothing sent since has arrived: lost again, or
+            // the receiver is slow.  Probe it as the newest frame is
+            // probed (lost retransmissions at the end of a message would
+            // otherwise wait for RTOs that back off).
+            self.probe_after(fast_after)
         } else if newest && !self.is(seq, RETRANSMITTED) {
             self.probe_after(fast_after)
         } else {
@@ -270,20 +360,27 @@ impl SendWindow {
     /// frames older than the RTO, holes below a selectively acked frame
     /// older than `fast_after` (fast retransmit, at most once per
     /// `fast_after`), and the newest frame once as a tail-loss probe (see
-    /// [`SendWindow::resend_after`]).  Returns whether an RTO expired
-    /// (caller backs off; probes and fast retransmits do not back off).
+    /// [`SendWindow::resend_after`]).  Of the frames an RTO expired for, at
+    /// most half the congestion window go (the oldest; the others wait for
+    /// the acks that reveal them or for their next RTO).  Returns whether
+    /// an RTO expired (the caller calls [`SendWindow::on_timeout`]; probes
+    /// and fast retransmits do not back off).
     pub fn due(&self, now: u32, fast_after: u64, mut f: impl FnMut(u32)) -> bool {
         let rto = self.rto.rto();
         let mut expired = false;
+        let mut burst = (self.cwnd / 2).max(1);
         let highest_sacked = self.highest_sacked();
         let mut seq = self.base;
         while seq != self.next {
             if !self.is(seq, SACKED) {
-                let age = self.age(seq, now);
-                if age >= rto {
+                let limit = self.resend_after(seq, highest_sacked, fast_after);
+                if self.timer_age(seq, now) >= rto {
                     expired = true;
-                    f(seq);
-                } else if age >= self.resend_after(seq, highest_sacked, fast_after) {
+                    if burst > 0 {
+                        burst -= 1;
+                        f(seq);
+                    }
+                } else if limit < rto && self.age(seq, now) >= limit {
                     f(seq);
                 }
             }
@@ -304,7 +401,11 @@ impl SendWindow {
         while seq != self.next {
             if !self.is(seq, SACKED) {
                 let limit = self.resend_after(seq, highest_sacked, fast_after);
-                let t = limit.saturating_sub(self.age(seq, now));
+                let rto = self.rto.rto();
+                let mut t = rto.saturating_sub(self.timer_age(seq, now));
+                if limit < rto {
+                    t = t.min(limit.saturating_sub(self.age(seq, now)));
+                }
                 earliest = Some(earliest.map_or(t, |e| e.min(t)));
             }
             seq = seq.wrapping_add(1);
