@@ -234,7 +234,7 @@ impl SendWindow {
         }
         let t = self.sent_at[seq as usize % RING];
         self.delivered_sent_at = Some(match self.delivered_sent_at {
-            Some(d) if (d.wrapping_sub(t) as i32) >= 0 => d,
+            Some(d) if seq_diff(d, t) >= 0 => d,
             _ => t,
         });
     }
@@ -242,7 +242,7 @@ impl SendWindow {
     /// Whether `seq` (in flight) was last sent before a frame that arrived.
     fn overtaken(&self, seq: u32) -> bool {
         self.delivered_sent_at
-            .is_some_and(|d| (d.wrapping_sub(self.sent_at[seq as usize % RING]) as i32) > 0)
+            .is_some_and(|d| seq_diff(d, self.sent_at[seq as usize % RING]) > 0)
     }
 
     /// Processes an ack: `next` is the receiver's next expected sequence
@@ -323,7 +323,8 @@ impl SendWindow {
     /// (fast retransmission); for a hole already resent, `fast_after` once
     /// a frame sent after the resend arrived, else as a tail-loss probe (a
     /// receiver slower than `fast_after` to answer, an overloaded node, does
-    /// not get every hole again each `fast_after`); twice `fast_after` plus the peer's ack delay
+    /// not get every hole again each `fast_after`); twice `fast_after` plus
+    /// the peer's ack delay
     /// for the newest frame in flight if it was sent once (a tail-loss
     /// probe: nothing after it can be selectively acked to reveal its loss,
     /// and its answer, an ack, reveals any hole before it).
@@ -396,12 +397,12 @@ impl SendWindow {
     /// not one RTO later.
     pub fn next_due_in(&self, now: u32, fast_after: u64) -> Option<u64> {
         let highest_sacked = self.highest_sacked();
+        let rto = self.rto.rto();
         let mut seq = self.base;
         let mut earliest: Option<u64> = None;
         while seq != self.next {
             if !self.is(seq, SACKED) {
                 let limit = self.resend_after(seq, highest_sacked, fast_after);
-                let rto = self.rto.rto();
                 let mut t = rto.saturating_sub(self.timer_age(seq, now));
                 if limit < rto {
                     t = t.min(limit.saturating_sub(self.age(seq, now)));
