@@ -2014,31 +2014,31 @@ impl Inner {
             self.grants.replace_storage(bigger).map_err(|_| EINVAL)?;
         }
         let rx = [lane_rx(128)?, lane_rx(128)?];
-        // Boxed (the value is built in this frame, which only this rare,
-        // never-inlined function has).
-        let slot = KBox::<Neighbor>::new_uninit(GFP_KERNEL)?;
-        let n = slot.write(Neighbor {
-            node,
-            link,
-            mac,
-            epoch,
-            role: Role::Cn,
-            hops: 0xff,
-            below: KVec::new(),
-            last_rx_ns: 0,
-            up: false,
-            tx: [
-                lane_tx(64, 20_000, 2_000_000),
-                lane_tx(64, 20_000, 2_000_000),
-            ],
-            rx,
-            rdv_wait: KVec::new(),
-            rts_out: 0,
-            granted: None,
-            grant_finish: 0,
-            queued_bytes: 0,
-            acks_seen: 0,
-        });
+        // Built in place on the heap, a lane at a time: a whole `Neighbor`
+        // (two send windows of per-frame timestamps) would not fit the stack
+        // budget of this frame on 32-bit PowerPC.
+        let n = KBox::init(
+            init!(Neighbor {
+                node,
+                link,
+                mac,
+                epoch,
+                role: Role::Cn,
+                hops: 0xff,
+                below: KVec::new(),
+                last_rx_ns: 0,
+                up: false,
+                tx <- pin_init::init_array_from_fn(|_| lane_tx(64, 20_000, 2_000_000)),
+                rx,
+                rdv_wait: KVec::new(),
+                rts_out: 0,
+                granted: None,
+                grant_finish: 0,
+                queued_bytes: 0,
+                acks_seen: 0,
+            }),
+            GFP_KERNEL,
+        )?;
         self.neighbors.push(n, GFP_KERNEL)?;
         Ok(self.neighbors.len() - 1)
     }
