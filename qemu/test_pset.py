@@ -195,6 +195,17 @@ class ConsoleTest(unittest.TestCase):
     def test_halt_line_is_seen(self):
         self.assertTrue(node_with(FINISHED + ["reboot: System halted"], []).halted)
 
+    def test_a_failed_guest_test_keeps_its_last_words(self):
+        out = ["  # 55 said this", "  # 55-treenet-knobs took 3s", "ok 7 cn2:55-treenet-knobs",
+               "  # --- peers", "  # 1 up", "  # selftest 'send 0 1 1' failed: ETIMEDOUT",
+               "  # 60-treenet-pset took 700s", "  # 60-treenet-pset steps: 600:+1s end:+9s",
+               "not ok 8 cn2:60-treenet-pset", "ok 9 cn2:65-treenet-faults"]
+        results, tails = pset.guest_test_results(out)
+        self.assertEqual(results, [("cn2:55-treenet-knobs", "ok"), ("cn2:60-treenet-pset", "not ok"),
+                                   ("cn2:65-treenet-faults", "ok")])
+        self.assertEqual(tails, {"cn2:60-treenet-pset": [
+            "--- peers", "1 up", "selftest 'send 0 1 1' failed: ETIMEDOUT"]})
+
 
 if __name__ == "__main__":
     unittest.main()

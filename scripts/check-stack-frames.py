@@ -26,7 +26,7 @@ MODULES = ["drivers/treenet/treenet.ko", "drivers/zoid/zoid.ko",
 DEFAULT_LIMIT = 1024
 # (pattern on the mangled name, largest frame allowed, why).
 ALLOWED = [
-    (r"engine.*Inner12new_neighbor$", 1536,
+    (r"engine.*Inner12new_neighbor$", 1280,
      "once per neighbour handshake, never inlined; calls only allocators"),
 ]
 

@@ -21,6 +21,7 @@ Set ZOID_CHECK_ARCHES="x86_64" (say) to run a subset while developing.
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -127,6 +128,15 @@ def run_pset(arch, flavor, cns, kdir, logdir, timeout, cmd, extra, logname):
         return ok, json.load(f)
 
 
+def failed_test_words(name, node):
+    """What each failed in-guest test of a node said last: why it failed."""
+    out = []
+    for test, tail in node.get("failed_test_tails", {}).items():
+        out.append(f"{name}| --- {test}:")
+        out += [f"{name}| {ln}" for ln in tail] or [f"{name}| (nothing)"]
+    return out
+
+
 def failed_commands(summary):
     """The last lines of every pset node whose command failed: why it did."""
     out = []
@@ -199,7 +209,8 @@ def arch_checks(arch, flavor="debug"):
         if g_pass:
             record(True, f"{arch} {name} in-guest tests", g_pass)
         if g_fail:
-            record(False, f"{arch} {name} in-guest: {', '.join(g_fail)}", len(g_fail))
+            record(False, f"{arch} {name} in-guest: {', '.join(g_fail)}", len(g_fail),
+                   details=failed_test_words(name, node))
         problems = node["problems"]
         record(not problems, f"{arch} {name} healthy ({summary['seconds']}s run)"
                + (": " + "; ".join(problems) if problems else ""),
@@ -249,7 +260,8 @@ def crash_test(arch, flavor, kdir, script, cns, title, extra, must_crash=True, e
 
 
 def main():
-    start = time.time()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stopped)
     ok, _ = run([os.path.join(REPO, "scripts/setup.sh")], "setup")
     if not ok:
         record(False, "setup (scripts/setup.sh)")
@@ -259,13 +271,28 @@ def main():
         kernel_rustfmt()
         for arch in os.environ.get("ZOID_CHECK_ARCHES", "x86_64 ppc32").split():
             arch_checks(arch)
-    print(f"check: {time.time() - start:.0f}s; logs in {OUT}")
+    report()
+    return 1 if failed else 0
+
+
+def report():
+    """The final report: every failure again, with its details, and the counts."""
+    print(f"check: {time.time() - START:.0f}s; logs in {OUT}")
     for what, details in failures:
         print(f"check: failed: {what}")
         for line in details:
             print(f"check:     {line}")
     print(f"{passed} passed, {failed} failed", flush=True)
-    return 1 if failed else 0
+
+
+def stopped(signum, _frame):
+    """Killed (a CI time limit): the report of what ran so far, as the last
+    lines CI keeps, rather than none."""
+    print(f"check: stopped by signal {signum} during the step after the last one above",
+          flush=True)
+    record(False, "make check did not finish")
+    report()
+    os._exit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -2002,9 +2002,10 @@ impl Inner {
         }
     }
 
-    // Never inlined (nor the other rare paths marked so): its ~1.8 KiB
-    // `Neighbor` temporary would otherwise sit in `handle_frame`'s frame on
-    // every received frame's path (8 KiB stacks on ppc32).
+    // Never inlined (nor the other rare paths marked so): its frame (a send
+    // lane under construction, ~0.7 KiB) would otherwise sit in
+    // `handle_frame`'s frame on every received frame's path (8 KiB stacks
+    // on ppc32).
     #[inline(never)]
     fn new_neighbor(&mut self, node: u16, link: usize, mac: Mac, epoch: u32) -> Result<usize> {
         // Room for every neighbour's requests, so none is refused.
