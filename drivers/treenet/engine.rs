@@ -347,6 +347,8 @@ struct Inner {
     /// further, so a pass cut short by its time budget (one frame, in a
     /// slow debug kernel) does not serve the first link only.
     rx_first_link: usize,
+    /// The neighbour `transmit` serves first (they take turns).
+    tx_first_neighbor: usize,
     /// Recent neighbour transitions: (node, up, silence before it, ms).
     peer_log: KVec<(u16, bool, u64)>,
     /// Senders sleeping until a queue drains.
@@ -571,6 +573,7 @@ impl Treenet {
             events: KVec::new(),
             spare_events: KVec::new(),
             rx_first_link: 0,
+            tx_first_neighbor: 0,
             peer_log: KVec::new(),
             blocked_senders: 0,
             rtx_at: u64::MAX,
@@ -1778,7 +1781,13 @@ impl Inner {
         let ack_delay = ack_delay_us(k);
         let deadline = now_ns().saturating_add(PASS_TIME_NS);
         let mut more = false;
-        for ni in 0..self.neighbors.len() {
+        // Neighbours take turns at being first (the rest may get only a
+        // frame each when the pass runs out of time).
+        let count_n = self.neighbors.len();
+        let first = self.tx_first_neighbor % count_n.max(1);
+        self.tx_first_neighbor = first + 1;
+        for turn in 0..count_n {
+            let ni = (first + turn) % count_n;
             if !self.neighbors[ni].up {
                 continue;
             }
@@ -1803,8 +1812,8 @@ impl Inner {
                     let seq = l.win.on_send(now);
                     // Its tail-loss probe, the earliest it can be due.
                     let wait = l.win.probe_after(l.win.fast_after());
-                    let deadline = now_ns().saturating_add(wait.saturating_mul(1000));
-                    self.rtx_at = self.rtx_at.min(deadline);
+                    let probe_at = now_ns().saturating_add(wait.saturating_mul(1000));
+                    self.rtx_at = self.rtx_at.min(probe_at);
                     if m.sent == 0 {
                         m.first_seq = seq;
                     }

@@ -28,7 +28,7 @@ use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::time::{deadline_after_ms, now_ns, U64};
 use crate::zoid_proto::crc32c::Crc32c;
 use crate::zoid_proto::siphash::{siphash24, SipKey};
-use crate::zoid_proto::treenet::wire::BROADCAST;
+use crate::zoid_proto::treenet::wire::{Role, BROADCAST};
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 use kernel::{new_mutex, str::CString};
@@ -46,6 +46,8 @@ const OP_PING: u8 = 2;
 const OP_PONG: u8 = 3;
 const OP_BARRIER: u8 = 4;
 const OP_RELEASE: u8 = 5;
+/// A node gave up test `a` (see [`SelfTest::abort`]).
+const OP_ABORT: u8 = 6;
 const CTL_LEN: usize = 16;
 
 /// Byte `i` of the test message of length `len`.
@@ -118,6 +120,11 @@ struct State {
     released: KVec<u32>,
     /// Tags this ION released recently (late arrivals get a direct release).
     done_tags: KVec<u32>,
+    /// The in-guest test this node runs (`begin <n>`; 0: none said).
+    test: u32,
+    /// The latest test some node of the pset gave up (`abort`): waits of
+    /// that test fail at once instead of waiting for that node.
+    aborted: u32,
     /// Peer notifications, oldest first (bounded).
     events: KVec<(u16, bool)>,
     last_result: KVec<u8>,
@@ -191,8 +198,16 @@ impl SelfTest {
         let deadline = deadline_after_ms(ms);
         loop {
             let mark = self.net.progress_mark();
-            if done(&self.state.lock()) {
-                return Ok(());
+            {
+                let s = self.state.lock();
+                // (First: a check-in sent by a node whose own wait of the
+                // aborted test then failed must not complete a barrier.)
+                if s.test != 0 && s.aborted == s.test {
+                    return Err(ECANCELED);
+                }
+                if done(&s) {
+                    return Ok(());
+                }
             }
             if now_ns() > deadline {
                 return Err(ETIMEDOUT);
@@ -254,6 +269,17 @@ impl SelfTest {
                 let n = num(4096)? as usize;
                 self.barrier(tag, n)
             }
+            "begin" => {
+                let test = num(u64::from(u32::MAX))? as u32;
+                let mut s = self.state.lock();
+                if test < s.test {
+                    // A new run of the tests: earlier aborts are history.
+                    s.aborted = 0;
+                }
+                s.test = test;
+                Ok(())
+            }
+            "abort" => self.abort(),
             "hash" => {
                 let size = num(65536)? as usize;
                 let count = num(1_000_000)?;
@@ -265,6 +291,29 @@ impl SelfTest {
             self.set_result(format_args!("error op={op} errno={}", e.to_errno()));
         }
         r
+    }
+
+    /// `abort`: this node gave up its current test (`begin <n>`), which
+    /// the other nodes run in step with it: their waits of that test
+    /// (barriers above all) fail at once with `ECANCELED` rather than wait
+    /// up to 600 s for it, and the pset meets again in the next test.  A CN
+    /// tells its ION, an ION all its CNs.
+    fn abort(&self) -> Result {
+        let test = {
+            let mut s = self.state.lock();
+            s.aborted = s.test;
+            s.test
+        };
+        if test == 0 {
+            return Err(EINVAL);
+        }
+        let to = if self.net.identity().1 == Role::Ion {
+            BROADCAST
+        } else {
+            self.net.ion().ok_or(EHOSTUNREACH)?
+        };
+        self.net
+            .send(CHAN_CTL, to, ctl(OP_ABORT, test, 0, 0, 0)?, false)
     }
 
     /// `hash <size> <count>`: what checksumming and authenticating a
@@ -364,7 +413,7 @@ impl SelfTest {
 
     fn barrier(&self, tag: u32, n: usize) -> Result {
         let start = now_ns();
-        if self.net.identity().1 == crate::zoid_proto::treenet::wire::Role::Ion {
+        if self.net.identity().1 == Role::Ion {
             // A tag of a recent barrier again (two tests sharing tags):
             // the CNs' check-ins would be taken for late ones and released
             // at once while this waits for them until it times out.
@@ -461,6 +510,17 @@ impl SelfTest {
                 if late {
                     self.net
                         .send(CHAN_CTL, src, ctl(OP_RELEASE, a, 0, 0, 0)?, false)?;
+                }
+            }
+            OP_ABORT => {
+                {
+                    let mut s = self.state.lock();
+                    s.aborted = s.aborted.max(a);
+                }
+                // The ION passes a CN's word on to the others.
+                if self.net.identity().1 == Role::Ion {
+                    self.net
+                        .send(CHAN_CTL, BROADCAST, ctl(OP_ABORT, a, 0, 0, 0)?, false)?;
                 }
             }
             OP_RELEASE => {

@@ -68,7 +68,9 @@ elif [ "$ZOID_NODE" = cn1 ]; then
   fi
   waited=$(( $(cut -d. -f1 /proc/uptime) - t0 ))
   echo "send to a deaf ION failed after ${waited} s (stall limit ${stall_s} s)"
-  [ "$(stat send_stalls)" = $((stalls + 1)) ] || { echo "send_stalls not counted"; diag; exit 1; }
+  # (At least this send's stall: another blocking sender to the deaf ION,
+  # ssi's or zoid's, may stall meanwhile too.)
+  [ "$(stat send_stalls)" -gt "$stalls" ] || { echo "send_stalls not counted"; diag; exit 1; }
   [ "$waited" -ge "$stall_s" ] || { echo "gave up before ${stall_s} s"; exit 1; }
   echo "$max0" > $T/max_msg_size
 fi
