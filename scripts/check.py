@@ -267,10 +267,22 @@ def main():
         record(False, "setup (scripts/setup.sh)")
     else:
         note("prerequisites present (scripts/setup.sh)")
-        host_checks()
-        kernel_rustfmt()
-        for arch in os.environ.get("ZOID_CHECK_ARCHES", "x86_64 ppc32").split():
-            arch_checks(arch)
+        try:
+            host_checks()
+            kernel_rustfmt()
+            for arch in os.environ.get("ZOID_CHECK_ARCHES", "x86_64 ppc32").split():
+                arch_checks(arch)
+        except Stopped as e:
+            # Killed (a CI time limit): the report of what ran so far, as
+            # the last lines CI keeps, rather than none.
+            signum = e.args[0]
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_IGN)
+            print(f"\ncheck: stopped by signal {signum} in the step after the last one above",
+                  flush=True)
+            record(False, "make check did not finish")
+            report()
+            return 128 + signum
     report()
     return 1 if failed else 0
 
@@ -285,15 +297,14 @@ def report():
     print(f"{passed} passed, {failed} failed", flush=True)
 
 
-def stopped(signum, _frame):
-    """Killed (a CI time limit): the report of what ran so far, as the last
-    lines CI keeps, rather than none."""
-    print(f"check: stopped by signal {signum} during the step after the last one above",
-          flush=True)
-    record(False, "make check did not finish")
-    report()
-    os._exit(128 + signum)
+class Stopped(Exception):
+    """A signal asked make check to stop (CI's time limit, ^C)."""
 
+
+def stopped(signum, _frame):
+    """Signal handler: unwinds to main (a running step's child is killed on
+    the way, by subprocess.run), which reports what ran so far."""
+    raise Stopped(signum)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -985,6 +985,19 @@ impl Treenet {
         Ok(())
     }
 
+    /// Acks that advanced a lane, and grants, received from the neighbour
+    /// that leads to `dst` (from every child for [`BROADCAST`]): it goes
+    /// up while the transport makes progress toward `dst`.
+    pub(crate) fn acks_seen(&self, dst: u16) -> u64 {
+        let g = self.inner.lock();
+        if dst == BROADCAST {
+            g.children()
+                .fold(0u64, |a, i| a.wrapping_add(g.neighbors[i].acks_seen))
+        } else {
+            g.route(dst).map_or(0, |r| g.neighbors[r].acks_seen)
+        }
+    }
+
     /// The engine's progress count, to pass to [`Treenet::wait_progress`].
     /// Read it before checking the condition waited for.
     pub(crate) fn progress_mark(&self) -> u64 {

@@ -5,7 +5,7 @@
 . /zoid/tests/treenet-lib.sh
 barrier 570
 if [ "$ZOID_NODE" = cn1 ]; then
-  sleep 3
+  sleep 10
   echo abort > $T/selftest
 else
   t0=$(cut -d. -f1 /proc/uptime)
