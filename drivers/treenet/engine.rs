@@ -634,7 +634,12 @@ impl Treenet {
     /// so setting the same key on every node within `peer_timeout_ms` loses
     /// nothing (frames refused meanwhile are retransmitted).
     pub(crate) fn set_auth_key(&self, key: Option<SipKey>) {
-        self.inner.lock().auth = key;
+        let mut g = self.inner.lock();
+        g.auth = key;
+        // Say hello under the new key at once: neighbours of that key hear
+        // this node again without waiting for the hello timer.
+        g.hello_now = true;
+        drop(g);
         self.kick();
     }
 

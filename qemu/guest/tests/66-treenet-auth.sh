@@ -40,9 +40,11 @@ barrier 662
 [ "$(stat drop_bad_auth)" = "$bad0" ] || { echo "tags refused between nodes of one key"; diag; exit 1; }
 [ "$(counter $T/selftest_events received_bad)" = 0 ]
 
-# CN 1 takes another key for 3 s (under peer_timeout_ms): the ION refuses
-# its frames, and it the ION's; then it is given the right key back and
-# the session goes on.
+# CN 1 takes another key for 2 s (well under peer_timeout_ms, 5 s: with
+# 3 s the ION's silence count reached 5.2 s on a loaded host, the session
+# went down and the messages queued for CN 1 with it): the ION refuses
+# its frames, and it the ION's; then it is given the right key back (and
+# says hello under it at once) and the session goes on.
 if [ "$ZOID_ROLE" = ion ]; then
   before=$(stat drop_bad_auth)
   t=0
@@ -54,7 +56,7 @@ if [ "$ZOID_ROLE" = ion ]; then
 elif [ "$ZOID_NODE" = cn1 ]; then
   before=$(stat drop_bad_auth)
   echo $OTHER > $T/auth_key
-  sleep 3
+  sleep 2
   echo $KEY > $T/auth_key
   sleep 1
   [ "$(stat drop_bad_auth)" -gt "$before" ] || { echo "the ION's frames were not refused"; diag; exit 1; }
