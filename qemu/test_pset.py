@@ -94,6 +94,14 @@ class ConsoleTest(unittest.TestCase):
         failed_cmd = [ln.replace("cmd-end 0", "cmd-end 3") for ln in FINISHED]
         self.assertIn("command exited 3", node_with(failed_cmd, []).problems())
 
+    def test_leak_check_off_is_told_apart_from_a_clean_one(self):
+        clean = node_with(FINISHED, [])
+        self.assertTrue(clean.leak_check)
+        off = node_with([ln.replace("leak 0", "leak off") for ln in FINISHED], [])
+        self.assertEqual(off.problems(), [])
+        self.assertIs(off.leak_check, False)
+        self.assertIsNone(off.leaks)
+
     def test_deepest_stack_is_noted_and_a_thin_margin_fails(self):
         deep = ["[   12.5] zoid_worker (212) used greatest stack depth: 5120 bytes left"]
         n = node_with(FINISHED + deep, [])
