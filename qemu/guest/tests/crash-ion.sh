@@ -62,7 +62,15 @@ if [ "$ZOID_ROLE" = ion ]; then
     echo "@@ZOID crash" > /dev/console
     sleep 3600
   fi
-  barrier 9701
+  # A CN that gives up (its soft mount never recovered, say) aborts this
+  # barrier: what this ION saw of its CNs then, last.
+  barrier 9701 || {
+    diag; nonzero zoid $Z/stats; dmesg | tail -20; blocked
+    echo "ION life 2 gave up at barrier 9701: zoid calls received $(counter $Z/stats calls_received)," \
+      "done $(counter $Z/stats calls_done), reply_send_failed $(counter $Z/stats reply_send_failed);" \
+      "its CNs as peers: $(awk '$3 == "cn" { printf "%s%s", sep, $0; sep = "; " }' $T/peers)"
+    exit 1
+  }
   barrier 9702
   # Every CN's file, whole and exact, on the disk that went through the crash.
   for n in $(seq 1 "$ZOID_CNS"); do
@@ -196,7 +204,17 @@ umount $SUBD
 i=0
 until [ "$(tail -1 /tmp/probes | cut -d' ' -f1)" = ok ]; do
   i=$((i + 1))
-  [ $i -le 240 ] || { echo "the soft mount never recovered:"; tail -5 /tmp/probes; cat /tmp/probe.err; exit 1; }
+  [ $i -le 240 ] || {
+    # Where a call stands (the console keeps it all; a report of the
+    # command's last lines the one-line summary at the end).
+    diag; nonzero zoid-client $Z/stats; nonzero zoidfs /sys/kernel/zoidfs/stats
+    dmesg | tail -20
+    echo "the soft mount never recovered:"; tail -3 /tmp/probes; cat /tmp/probe.err
+    echo "probe calls: zoid timeouts $(counter $Z/stats timeouts) resent $(counter $Z/stats resent)" \
+      "replies_stale $(counter $Z/stats replies_stale), treenet peer_down $(stat peer_down)" \
+      "retransmits $(stat retransmits), the ION as a peer: $(awk '$3 == "ion"' $T/peers)"
+    exit 1
+  }
   sleep 0.5
 done
 touch /tmp/probe-stop

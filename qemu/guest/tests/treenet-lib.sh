@@ -18,6 +18,19 @@ diag() {
   echo "--- selftest_events"; cat $T/selftest_events | tr '\n' ' '; echo
 }
 
+# blocked: this node's tasks in uninterruptible sleep (a stuck server
+# shows here), a stack each, then their names on one line.
+blocked() {
+  names=
+  for d in /proc/[0-9]*; do
+    grep -q '^State:.D' $d/status 2>/dev/null || continue
+    n="$(awk '$1 == "Name:" { print $2 }' $d/status)/${d#/proc/}"
+    echo "--- blocked $n"; cat $d/stack 2>/dev/null
+    names="$names $n@$(cat $d/wchan 2>/dev/null)"
+  done
+  echo "blocked tasks:${names:- none}"
+}
+
 # counter <file> <name>: one counter of a stats file; stat <name>: treenet's.
 counter() { awk -v n="$2" '$1 == n { print $2 }' "$1"; }
 stat() { counter $T/stats "$1"; }
