@@ -1273,8 +1273,13 @@ impl Treenet {
         let more_tx = g.transmit(k, s);
         g.flush_held(s);
         // Next wake-up: the earliest hello or timeout, retransmission (known
-        // after the handlers' sends, below) or delayed ack.
-        let mut next_us: u64 = div_u64(hello_every, 1000);
+        // after the handlers' sends, below) or delayed ack.  The next hello
+        // is due one period after the last one, not after this pass: a pass
+        // between hellos (a frame received) must not push it out, or
+        // hellos came up to two periods apart and two such gaps made a
+        // live neighbour look silent for the whole peer timeout.
+        let hello_due = g.last_hello_ns.saturating_add(hello_every);
+        let mut next_us: u64 = div_u64(hello_due.saturating_sub(now), 1000);
         let more_work = more_rx || more_tx || !g.loop_frames.is_empty();
         let more = more_work || !g.events.is_empty();
         drop(g);
