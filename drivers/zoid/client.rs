@@ -20,7 +20,7 @@ use crate::stats::Stats;
 use crate::treenet;
 use crate::zoid_kernel::abort::AbortFlag;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
-use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns};
+use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns, random_u32};
 use crate::zoid_proto::version::SUITE_VERSION;
 use crate::zoid_proto::zoid::wire::{
     AttachReply, AttachRequest, CallHeader, MsgKind, ATTACH_REPLY_LEN, ATTACH_REQUEST_LEN,
@@ -323,7 +323,9 @@ impl Client {
                 hard: Atomic::new(0),
             },
             stats,
-            next_tag: Atomic::new(1),
+            // From anywhere: a reloaded client's tags are not those its
+            // ION's call ledger remembers of the one before it.
+            next_tag: Atomic::new(random_u32()),
             state <- kernel::new_mutex!(ClientState {
                 ion: None,
                 limits: None,

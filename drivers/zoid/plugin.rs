@@ -10,6 +10,7 @@
 //! plug-ins are active is visible and switchable through
 //! `/sys/kernel/zoid/modules` (ZOID's `ZOID_MODULES`).
 
+use crate::call_ledger::Ledgers;
 use crate::stats::Stats;
 use crate::zoid_kernel::cred::Creds;
 use crate::zoid_proto::zoid::plugin::{ret_reply, CallResult, DispatchError, Reply, REPLY_RET_LEN};
@@ -34,18 +35,22 @@ pub(crate) struct Caller {
     /// Set by [`Caller::defer`]: the worker sends no reply.
     deferred: Cell<bool>,
     stats: Arc<Stats>,
+    /// Where the call ends once answered (none in KUnit tests).
+    ledger: Option<Arc<Ledgers>>,
 }
 
 impl Caller {
     /// The caller of the call `call` from `node`; `deferrable` says whether
     /// the function's reply is `ret` alone (the declaration's
-    /// `reply_is_ret_only`).
+    /// `reply_is_ret_only`); `ledger`, the ION's, ends a deferred call
+    /// when it is answered.
     pub(crate) fn new(
         node: u16,
         creds: Creds,
         call: &CallHeader,
         deferrable: bool,
         stats: Arc<Stats>,
+        ledger: Option<Arc<Ledgers>>,
     ) -> Self {
         Self {
             node,
@@ -54,6 +59,7 @@ impl Caller {
             deferrable,
             deferred: Cell::new(false),
             stats,
+            ledger,
         }
     }
 
@@ -75,6 +81,7 @@ impl Caller {
             node: self.node,
             call: self.call,
             stats: self.stats.clone(),
+            ledger: self.ledger.clone(),
             answered: false,
         })
     }
@@ -98,6 +105,7 @@ pub(crate) struct Deferred {
     node: u16,
     call: CallHeader,
     stats: Arc<Stats>,
+    ledger: Option<Arc<Ledgers>>,
     answered: bool,
 }
 
@@ -120,6 +128,14 @@ impl Deferred {
 
     fn answer(&mut self, result: CallResult) -> Result {
         self.answered = true;
+        let r = self.send_answer(result);
+        if let Some(ledger) = &self.ledger {
+            ledger.finish(self.node, self.call.tag, r.is_ok());
+        }
+        r
+    }
+
+    fn send_answer(&self, result: CallResult) -> Result {
         if self.call.flags & FLAG_ASYNC_NOREPLY != 0 {
             return Ok(());
         }

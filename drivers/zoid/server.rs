@@ -26,6 +26,7 @@
 //! wake-up; everything else, and anything behind a queued message, goes
 //! through the receive thread in arrival order.
 
+use crate::call_ledger::Ledgers;
 use crate::f2cn::F2cn;
 use crate::plugin::{Caller, Plugin, Registry};
 use crate::stats::{Histogram, Stats};
@@ -34,6 +35,7 @@ use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
 use crate::zoid_kernel::kthread::{KThread, Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::time::now_ns;
+use crate::zoid_proto::zoid::ledger::Admit;
 use crate::zoid_proto::zoid::plugin::DispatchError;
 use crate::zoid_proto::zoid::sched::{
     classify, CallScheduler, Priority, QueuedCall, DEFAULT_AGING,
@@ -164,6 +166,8 @@ pub(crate) struct ServerCore {
     rx_kicker: Arc<Kicker>,
     #[pin]
     queue: Mutex<Queue>,
+    /// Each CN's calls running and answered lately: a copy is not run.
+    pub(crate) ledger: Arc<Ledgers>,
 }
 
 /// Calls up to this many bytes (header included) may skip the receive
@@ -229,11 +233,17 @@ pub(crate) fn reply_header(hdr: &CallHeader, errno: i32, arg_len: usize) -> [u8;
 }
 
 impl ServerCore {
+    /// Answers a call (or an attach) with `errno` alone; a call admitted
+    /// to the ledger ends there.
     fn send_error(&self, dst: u16, hdr: &CallHeader, errno: i32) {
         let out = reply_header(hdr, errno, 0);
         self.stats.c.errors_sent.fetch_add(1, Relaxed);
-        if treenet::send(CHANNEL, dst, &out, true).is_err() {
+        let sent = treenet::send(CHANNEL, dst, &out, true).is_ok();
+        if !sent {
             self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+        }
+        if hdr.kind == MsgKind::Call {
+            self.ledger.finish(dst, hdr.tag, sent);
         }
     }
 
@@ -294,6 +304,8 @@ impl ServerCore {
             .calls_dropped
             .fetch_add(dropped.len() as u64, Relaxed);
         drop(dropped);
+        // Replies may have been lost with the session: copies run.
+        self.ledger.forget(node);
         self.plugins.node_gone(node);
         self.f2cn.node_gone(node);
     }
@@ -326,8 +338,10 @@ impl ServerCore {
             }
             MsgKind::Detach => self.node_gone(src),
             MsgKind::Cancel => {
-                // A call still queued is answered ECANCELED by its worker
-                // no sooner than it would have run; running calls finish.
+                // Counted only: a cancelled call still runs, and its reply
+                // is stale on the CN.  Dropping it unrun would part the
+                // ION's state from the CN's when it was a close (an open
+                // file left here) or a relaxed open's release.
                 self.stats.c.cancels.fetch_add(1, Relaxed);
             }
             MsgKind::FileBegin | MsgKind::FileData | MsgKind::FileCommit | MsgKind::FileAbort => {
@@ -391,6 +405,22 @@ impl ServerCore {
             self.send_error(src, hdr, pos(EACCES));
             return;
         }
+        // A copy the CN sent again (hard mode, after its timeout): the
+        // first copy's reply, under the same tag, answers it.
+        match self.ledger.admit(src, hdr.tag) {
+            Admit::New => {}
+            Admit::Untracked => {
+                self.stats.c.ledger_untracked.fetch_add(1, Relaxed);
+            }
+            Admit::Running => {
+                self.stats.c.copies_running.fetch_add(1, Relaxed);
+                return;
+            }
+            Admit::Answered => {
+                self.stats.c.copies_answered.fetch_add(1, Relaxed);
+                return;
+            }
+        }
         if msg.len() > self.knobs.max_request.load(Relaxed) as usize {
             self.stats.c.e2big.fetch_add(1, Relaxed);
             self.send_error(src, hdr, pos(E2BIG));
@@ -428,6 +458,7 @@ impl ServerCore {
                         &h,
                         plugin.reply_is_ret_only(h.function),
                         self.stats.clone(),
+                        Some(self.ledger.clone()),
                     ),
                     at,
                 )
@@ -572,12 +603,18 @@ fn run_call(
         .record_ns(now_ns().saturating_sub(start));
     core.stats.c.calls_done.fetch_add(1, Relaxed);
     core.stats.calls.count(hdr.plugin, hdr.function);
-    if hdr.flags & FLAG_ASYNC_NOREPLY != 0 || caller.is_deferred() {
+    if caller.is_deferred() {
+        // Its `Deferred` answers, and ends it in the ledger.
+        return;
+    }
+    if hdr.flags & FLAG_ASYNC_NOREPLY != 0 {
+        core.ledger.finish(caller.node, hdr.tag, true);
         return;
     }
     let head = reply_header(hdr, errno, len);
     reply[..CALL_HEADER_LEN].copy_from_slice(&head);
-    let _ = send_reply(&core.stats, caller.node, &reply[..CALL_HEADER_LEN + len]);
+    let sent = send_reply(&core.stats, caller.node, &reply[..CALL_HEADER_LEN + len]);
+    core.ledger.finish(caller.node, hdr.tag, sent.is_ok());
 }
 
 /// The receive thread's body.
@@ -709,6 +746,7 @@ impl Server {
     ) -> Result<Arc<Self>> {
         let rx_kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
         let sched = SchedBox::new(64)?;
+        let ledger = Arc::pin_init(Ledgers::new(), GFP_KERNEL)?;
         let core = Arc::pin_init(
             try_pin_init!(ServerCore {
                 knobs: ServerKnobs::new(),
@@ -726,6 +764,7 @@ impl Server {
                     idle: KVec::new(),
                     busy: 0,
                 }, "zoid::queue"),
+                ledger,
             }? Error),
             GFP_KERNEL,
         )?;

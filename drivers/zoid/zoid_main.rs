@@ -13,6 +13,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 use kernel::sync::Arc;
 
+mod call_ledger;
 mod client;
 mod client_abi;
 mod devzoid;
@@ -342,7 +343,7 @@ mod marshal_tests {
                 ..CallHeader::new(MsgKind::Call, 1)
             };
             let ret_only = ztest::reply_is_ret_only(function);
-            let caller = Caller::new(1, creds, &hdr, ret_only, stats);
+            let caller = Caller::new(1, creds, &hdr, ret_only, stats, None);
             let srv = KBox::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)
                 .map_err(|_| CallError::Transport(12))?;
             let r = ztest::dispatch(&*srv, &caller, function, &args, &mut reply)

@@ -115,3 +115,33 @@ if [ "$ZOID_ROLE" = ion ]; then
   echo 4 > $Z/workers
 fi
 barrier 811
+# A hard call sent again while its first copy still runs (the CN's
+# timeout, 1 s here, is shorter than the call): the ION's call ledger
+# drops each copy, the first copy's reply answers it, and it runs once.
+if [ "$ZOID_ROLE" = ion ]; then
+  runs() { awk '$1 == "ztest.sleep_ms" { print $2 }' $Z/calls; }
+  runs0=$(runs)
+  copies0=$(zstat copies_running)
+fi
+barrier 812
+if [ "$ZOID_ROLE" = cn ]; then
+  resent0=$(zstat resent)
+  echo 1 > $Z/hard; echo 1000 > $Z/timeout_ms
+  $ZC sleep 3500 > /dev/null || { zdiag; exit 1; }
+  echo 0 > $Z/hard; echo 600000 > $Z/timeout_ms
+  echo "CN: a 3.5 s call with a 1 s timeout was sent $(($(zstat resent) - resent0)) more time(s)"
+  [ "$(zstat resent)" -gt "$resent0" ] || { echo "the call was not sent again"; zdiag; exit 1; }
+fi
+barrier 813
+if [ "$ZOID_ROLE" = ion ]; then
+  # (A copy that did run would still be running: wait for the workers.)
+  i=0
+  until [ "$(zstat workers_busy)" = 0 ]; do
+    i=$((i + 1)); [ $i -le 100 ] || { echo "workers still busy"; zdiag; exit 1; }
+    sleep 0.2
+  done
+  echo "ION: $(($(runs) - runs0)) run(s) of $ZOID_CNS call(s) sent again," \
+    "$(($(zstat copies_running) - copies0)) copies dropped"
+  [ $(($(runs) - runs0)) = "$ZOID_CNS" ] || { echo "a call sent again ran twice"; zdiag; exit 1; }
+  [ $(($(zstat copies_running) - copies0)) -ge "$ZOID_CNS" ] || { zdiag; exit 1; }
+fi

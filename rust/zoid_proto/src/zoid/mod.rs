@@ -12,6 +12,8 @@
 //! * [`f2cn`]: file broadcast from the ION to its CNs;
 //! * [`idmap`]: uid/gid mapping between CNs and the ION;
 //! * [`sched`]: the ION's call scheduler (priority classes, per-CN limits);
+//! * [`ledger`]: the ION's record of each CN's calls running and answered,
+//!   so that a call sent again is not run twice;
 //! * [`errno`]: the errno values all of these report.
 //!
 //! The macros are textually scoped: `marshal` (`wire_struct!`) and
@@ -23,6 +25,7 @@ pub mod errno;
 pub mod marshal;
 pub mod f2cn;
 pub mod idmap;
+pub mod ledger;
 #[macro_use]
 pub mod plugin;
 pub mod plugins;
