@@ -1,6 +1,6 @@
 # Hellos keep an idle session up: every node says hello on each of its
 # links once per hello period (peer_timeout_ms / 4), whatever else wakes
-# its engine.  Until stop 38 a pass between two hellos (a frame received,
+# its engine.  Until 2026-11-29 a pass between two hellos (a frame received,
 # the neighbour's own hello say) pushed the next one a whole period
 # further out: hellos came up to two periods apart, and two lost ones made
 # a live neighbour look silent for the whole peer timeout.  Measured on an
