@@ -20,7 +20,9 @@ use crate::stats::Stats;
 use crate::treenet;
 use crate::zoid_kernel::abort::AbortFlag;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
-use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns, random_u32};
+use crate::zoid_kernel::time::{
+    deadline_after_ms, ms_to_jiffies, now_ns, random_u32, sleep_ms_interruptible,
+};
 use crate::zoid_proto::version::SUITE_VERSION;
 use crate::zoid_proto::zoid::wire::{
     AttachReply, AttachRequest, CallHeader, MsgKind, ATTACH_REPLY_LEN, ATTACH_REQUEST_LEN,
@@ -36,6 +38,10 @@ use kernel::uaccess::UserPtr;
 
 /// How long an attach request waits for its answer before another is sent.
 const ATTACH_RETRY_NS: u64 = 1_000_000_000;
+
+/// How often a soft call tries treenet again while its queue to the ION
+/// is full (ms).
+const QUEUE_FULL_POLL_MS: u32 = 10;
 
 /// The client's knobs (sysfs).
 pub(crate) struct ClientKnobs {
@@ -287,8 +293,10 @@ impl InFlight {
                     if epoch != self.epoch || !self.sent {
                         self.ion = ion;
                         self.epoch = epoch;
-                        self.sent = treenet::send_message(CHANNEL, ion, &self.msg, true).is_ok();
-                        stats.c.resent.fetch_add(1, Relaxed);
+                        self.sent = client.send_call(ion, &self.msg, self.hard, deadline);
+                        if self.sent {
+                            stats.c.resent.fetch_add(1, Relaxed);
+                        }
                     }
                 }
             }
@@ -660,7 +668,7 @@ impl Client {
         self.stats.c.calls_sent.fetch_add(1, Relaxed);
         self.stats.c.msgs_sent.fetch_add(1, Relaxed);
         self.stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
-        let sent = treenet::send_message(CHANNEL, ion, &msg, true).is_ok();
+        let sent = self.send_call(ion, &msg, hard, soft_deadline);
         Ok(InFlight {
             client: self.clone(),
             call,
@@ -678,6 +686,30 @@ impl Client {
             hard,
             abort,
         })
+    }
+
+    /// Sends a call's message; whether treenet took it.  A hard call waits
+    /// for room in treenet's queue to the ION as long as treenet lets it.
+    /// A soft one waits no later than its `deadline` (ns), since its
+    /// timeout bounds the whole call: it polls while the queue is full
+    /// (`queue_full`), and gives up at the deadline or on a signal, unsent.
+    fn send_call(&self, ion: u16, msg: &treenet::Message, hard: bool, deadline: u64) -> bool {
+        let mut counted = false;
+        loop {
+            match treenet::send_message(CHANNEL, ion, msg, hard) {
+                Ok(()) => return true,
+                Err(e) if e == EAGAIN => {
+                    if !counted {
+                        self.stats.c.queue_full.fetch_add(1, Relaxed);
+                        counted = true;
+                    }
+                    if now_ns() >= deadline || !sleep_ms_interruptible(QUEUE_FULL_POLL_MS) {
+                        return false;
+                    }
+                }
+                Err(_) => return false,
+            }
+        }
     }
 
     /// Sends a notice (`ProcessExit` or `Cancel`) carrying `value`.

@@ -233,18 +233,22 @@ pub(crate) fn reply_header(hdr: &CallHeader, errno: i32, arg_len: usize) -> [u8;
 }
 
 impl ServerCore {
-    /// Answers a call (or an attach) with `errno` alone; a call admitted
-    /// to the ledger ends there.
-    fn send_error(&self, dst: u16, hdr: &CallHeader, errno: i32) {
+    /// Answers a message with `errno` alone: whether treenet took it.
+    fn send_error(&self, dst: u16, hdr: &CallHeader, errno: i32) -> bool {
         let out = reply_header(hdr, errno, 0);
         self.stats.c.errors_sent.fetch_add(1, Relaxed);
         let sent = treenet::send(CHANNEL, dst, &out, true).is_ok();
         if !sent {
             self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
         }
-        if hdr.kind == MsgKind::Call {
-            self.ledger.finish(dst, hdr.tag, sent);
-        }
+        sent
+    }
+
+    /// Answers a call admitted to the ledger with `errno` alone: the call
+    /// ends there.
+    fn fail_call(&self, dst: u16, hdr: &CallHeader, errno: i32) {
+        let sent = self.send_error(dst, hdr, errno);
+        self.ledger.finish(dst, hdr.tag, sent);
     }
 
     /// Takes a received message (treenet's delivery context, which
@@ -423,18 +427,18 @@ impl ServerCore {
         }
         if msg.len() > self.knobs.max_request.load(Relaxed) as usize {
             self.stats.c.e2big.fetch_add(1, Relaxed);
-            self.send_error(src, hdr, pos(E2BIG));
+            self.fail_call(src, hdr, pos(E2BIG));
             return;
         }
         let Some(plugin) = self.plugins.get(hdr.plugin) else {
             self.stats.c.enosys.fetch_add(1, Relaxed);
-            self.send_error(src, hdr, pos(ENOSYS));
+            self.fail_call(src, hdr, pos(ENOSYS));
             return;
         };
         let mut buf = KVVec::new();
         if buf.resize(msg.len(), 0, GFP_KERNEL).is_err() || msg.read_at(0, &mut buf).is_err() {
             self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-            self.send_error(src, hdr, pos(ENOMEM));
+            self.fail_call(src, hdr, pos(ENOMEM));
             return;
         }
         let (caller, args_at) = match split_call(&buf) {
@@ -465,7 +469,7 @@ impl ServerCore {
             }
             Err(e) => {
                 self.stats.c.malformed.fetch_add(1, Relaxed);
-                self.send_error(src, hdr, e.errno());
+                self.fail_call(src, hdr, e.errno());
                 return;
             }
         };
@@ -503,7 +507,7 @@ impl ServerCore {
             Ok(w) => w,
             Err(_) => {
                 self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-                self.send_error(src, hdr, pos(ENOMEM));
+                self.fail_call(src, hdr, pos(ENOMEM));
                 return;
             }
         };
@@ -536,7 +540,7 @@ impl ServerCore {
         };
         if let Some(e) = refused {
             self.stats.c.busy.fetch_add(1, Relaxed);
-            self.send_error(src, hdr, e);
+            self.fail_call(src, hdr, e);
         }
     }
 }
@@ -717,7 +721,7 @@ impl ThreadBody for Worker {
                     );
                 } else {
                     self.core.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-                    self.core.send_error(work.caller.node, &hdr, pos(ENOMEM));
+                    self.core.fail_call(work.caller.node, &hdr, pos(ENOMEM));
                 }
             }
             drop(work);

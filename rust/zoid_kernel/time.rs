@@ -37,6 +37,14 @@ pub(crate) fn ms_to_jiffies(ms: u64) -> usize {
     (kernel::time::msecs_to_jiffies(ms) as usize).max(1)
 }
 
+/// Sleeps `ms` milliseconds (process context) unless a signal comes
+/// first: `false` if one did.
+pub(crate) fn sleep_ms_interruptible(ms: u32) -> bool {
+    // SAFETY: `msleep_interruptible` has no memory-safety preconditions;
+    // it sleeps, which the callers (process context) allow.
+    unsafe { bindings::msleep_interruptible(ms) == 0 }
+}
+
 /// A random 32-bit value.
 pub(crate) fn random_u32() -> u32 {
     // SAFETY: `get_random_u32` has no preconditions.

@@ -15,7 +15,11 @@
 //! * [`Admit::Running`]: the first copy is queued or running, and its
 //!   reply, under the same tag, answers the CN: drop this copy;
 //! * [`Admit::Answered`]: the first copy's reply was handed to treenet,
-//!   which delivers it while the session lasts: drop this copy.
+//!   which nearly always delivers it while the session lasts: drop this
+//!   copy, but only this one.  A copy that crossed the reply on the wire
+//!   is dropped; should the reply have been lost anyway (the CN short of
+//!   memory, a relay in a deeper tree losing its link), the CN's next
+//!   copy runs, one timeout later, instead of the call hanging for good.
 //!
 //! The ledger lasts as long as the CN's treenet session: when the CN goes
 //! down or detaches the ION forgets it ([`CnLedger::clear`]), because a
@@ -30,7 +34,8 @@
 //! Fixed arrays, no allocation: [`RUNNING`] calls in progress and the last
 //! [`ANSWERED`] answered tags.  A call over [`RUNNING`] is run untracked
 //! ([`Admit::Untracked`]): a copy of it would run again, as without a
-//! ledger (the ION's per-CN limit keeps a CN far below it).  Every field
+//! ledger (the ION's per-CN limit of queued and running calls keeps a CN
+//! below it unless it holds many deferred calls).  Every field
 //! is an integer or an array of them, and all-zero bytes are an empty
 //! ledger for node 0, so the kernel allocates one zeroed (it is over a
 //! kilobyte: not for an 8 KiB stack) and [`CnLedger::reset`]s it.
@@ -38,10 +43,11 @@
 /// Calls of one CN tracked while in progress (queued, running, deferred).
 pub const RUNNING: usize = 256;
 
-/// Answered tags remembered per CN.  A CN sends a copy at most one timeout
-/// after its first; this many answers cover that time at any rate the
-/// CN's calls in flight allow.
+/// Answered tags remembered per CN (at most 64: one bit each in a mask).
+/// A CN sends a copy at most one timeout after its first; this many
+/// answers cover that time at any rate the CN's calls in flight allow.
 pub const ANSWERED: usize = 64;
+const _: () = assert!(ANSWERED <= 64);
 
 /// What to do with a call, by its tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +58,8 @@ pub enum Admit {
     Untracked,
     /// A copy of a call in progress: drop it.
     Running,
-    /// A copy of a call answered lately: drop it.
+    /// The first copy of a call answered lately: drop it (a second copy
+    /// runs).
     Answered,
 }
 
@@ -62,10 +69,11 @@ pub struct CnLedger {
     node: u16,
     running: [u32; RUNNING],
     n_running: usize,
+    /// The last `ANSWERED` answered tags, a ring by age.
     answered: [u32; ANSWERED],
-    /// Answered tags stored (at most `ANSWERED`).
-    n_answered: usize,
-    /// Where the next answered tag goes (the oldest once full).
+    /// Which of `answered` still absorb a copy (bit i for slot i).
+    answered_live: u64,
+    /// Where the next answered tag goes (the oldest).
     next_answered: usize,
 }
 
@@ -77,7 +85,7 @@ impl CnLedger {
             running: [0; RUNNING],
             n_running: 0,
             answered: [0; ANSWERED],
-            n_answered: 0,
+            answered_live: 0,
             next_answered: 0,
         }
     }
@@ -98,7 +106,10 @@ impl CnLedger {
         if self.running[..self.n_running].contains(&tag) {
             return Admit::Running;
         }
-        if self.answered[..self.n_answered].contains(&tag) {
+        if let Some(i) =
+            (0..ANSWERED).find(|&i| self.answered_live & (1 << i) != 0 && self.answered[i] == tag)
+        {
+            self.answered_live &= !(1 << i);
             return Admit::Answered;
         }
         if self.n_running == RUNNING {
@@ -123,15 +134,15 @@ impl CnLedger {
         self.running[at] = self.running[self.n_running];
         if delivered {
             self.answered[self.next_answered] = tag;
+            self.answered_live |= 1 << self.next_answered;
             self.next_answered = (self.next_answered + 1) % ANSWERED;
-            self.n_answered = (self.n_answered + 1).min(ANSWERED);
         }
     }
 
     /// Forgets everything (the CN went down or detached).
     pub fn clear(&mut self) {
         self.n_running = 0;
-        self.n_answered = 0;
+        self.answered_live = 0;
         self.next_answered = 0;
     }
 
@@ -159,6 +170,16 @@ mod tests {
     }
 
     #[test]
+    fn an_answered_call_absorbs_one_copy_only() {
+        let mut l = CnLedger::new(1);
+        assert_eq!(l.admit(7), Admit::New);
+        l.finish(7, true);
+        assert_eq!(l.admit(7), Admit::Answered);
+        // Its reply was lost after all: the next copy runs.
+        assert_eq!(l.admit(7), Admit::New);
+    }
+
+    #[test]
     fn an_undelivered_reply_lets_a_copy_run() {
         let mut l = CnLedger::new(1);
         assert_eq!(l.admit(5), Admit::New);
@@ -178,6 +199,7 @@ mod tests {
             l.finish(tag, true);
         }
         assert_eq!(l.admit(ANSWERED as u32 + 9), Admit::Answered);
+        assert_eq!(l.admit(9), Admit::Answered);
     }
 
     #[test]
