@@ -1273,18 +1273,8 @@ impl Treenet {
         let more_tx = g.transmit(k, s);
         g.flush_held(s);
         // Next wake-up: the earliest hello or timeout, retransmission (known
-        // after the handlers' sends, below) or delayed ack.  The next hello
-        // is due one period after the last one, not after this pass: a pass
-        // between hellos (a frame received) must not push it out, or
-        // hellos came up to two periods apart and two such gaps made a
-        // live neighbour look silent for the whole peer timeout.  A hello
-        // asked for after the hellos above (a neighbour just went down)
-        // goes at once.
-        let hello_due = if g.hello_now {
-            0
-        } else {
-            g.last_hello_ns.saturating_add(hello_every)
-        };
+        // after the handlers' sends, below) or delayed ack.
+        let mut next_us: u64 = div_u64(hello_every, 1000);
         let more_work = more_rx || more_tx || !g.loop_frames.is_empty();
         let more = more_work || !g.events.is_empty();
         drop(g);
@@ -1293,7 +1283,6 @@ impl Treenet {
         // reply, a pong) left first, so an ack is never on a round trip's
         // critical path.
         let now = now_ns();
-        let mut next_us: u64 = div_u64(hello_due.saturating_sub(now), 1000);
         let mut g = self.inner.lock();
         let ack_due = g.send_acks(s, now);
         if ack_due != u64::MAX {
