@@ -151,7 +151,7 @@ if [ "$ZOID_ROLE" = ion ]; then
 fi
 # A soft call fails within its timeout even when treenet's queue to the
 # ION is full: it polls for room rather than wait in treenet, whose stall
-# limit is 4 x peer_timeout_ms (20 s).  The ION goes deaf for 12 s
+# limit is 4 x peer_timeout_ms (20 s).  The ION goes deaf for 14 s
 # (deaf_ppm: data and acks dropped on receive, hellos kept; barriers are
 # data, so it listens again by the clock), and each CN lowers its queue's
 # bound (max_msg_size 64 KiB: 2 x 64 KiB + 1 MiB) so that 24 calls of
@@ -160,7 +160,7 @@ fi
 barrier 814
 if [ "$ZOID_ROLE" = ion ]; then
   echo 1000000 > $T/deaf_ppm
-  sleep 12
+  sleep 14
   echo 0 > $T/deaf_ppm
 else
   sleep 1
@@ -181,7 +181,9 @@ else
   echo "CN: 24 soft calls (2 s) to a deaf ION ended within $took s, $timedout with ETIMEDOUT;" \
     "$(($(zstat queue_full) - full0)) found treenet's queue full"
   [ $(($(zstat queue_full) - full0)) -ge 1 ] || { echo "the queue never filled"; diag; exit 1; }
-  awk -v t="$took" 'BEGIN { exit !(t < 8) }' || { echo "soft calls waited for treenet"; exit 1; }
+  # (4.0 s on the x86_64 debug kernel, 2.7 s on ppc32; a call that waited
+  # for room would end when the ION listens again, 13 s after t0.)
+  awk -v t="$took" 'BEGIN { exit !(t < 10) }' || { echo "soft calls waited for treenet"; exit 1; }
   # Everything queued reaches the ION once it listens (stale replies).
   i=0
   until awk 'NR > 1 && $1 == 0 { q = $8 } END { exit q != 0 }' $T/peers; do
