@@ -48,15 +48,18 @@ impl Ledgers {
     /// CN `node`'s call `tag` ended; `delivered`: its reply went to
     /// treenet (or it wanted none).
     pub(crate) fn finish(&self, node: u16, tag: u32, delivered: bool) {
-        if let Some(l) = self.cns.lock().iter_mut().find(|l| l.node() == node) {
-            l.finish(tag, delivered);
-        }
+        self.on_known(node, |l| l.finish(tag, delivered));
     }
 
     /// CN `node` went down or detached: a copy of any of its calls runs.
     pub(crate) fn forget(&self, node: u16) {
+        self.on_known(node, CnLedger::clear);
+    }
+
+    /// Runs `f` on CN `node`'s ledger, if it has one.
+    fn on_known(&self, node: u16, f: impl FnOnce(&mut CnLedger)) {
         if let Some(l) = self.cns.lock().iter_mut().find(|l| l.node() == node) {
-            l.clear();
+            f(l);
         }
     }
 }

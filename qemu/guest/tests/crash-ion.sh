@@ -63,9 +63,10 @@ if [ "$ZOID_ROLE" = ion ]; then
     sleep 3600
   fi
   # A CN that gives up (its soft mount never recovered, say) aborts this
-  # barrier: what this ION saw of its CNs then, last.
+  # barrier, which prints treenet's state (diag): then what this ION's
+  # zoid saw of its CNs, last.
   barrier 9701 || {
-    diag; nonzero zoid $Z/stats; dmesg | tail -20; blocked
+    nonzero zoid $Z/stats; dmesg | tail -20; blocked
     echo "ION life 2 gave up at barrier 9701: zoid calls received $(counter $Z/stats calls_received)," \
       "done $(counter $Z/stats calls_done), reply_send_failed $(counter $Z/stats reply_send_failed);" \
       "its CNs as peers: $(awk '$3 == "cn" { printf "%s%s", sep, $0; sep = "; " }' $T/peers)"
@@ -205,8 +206,8 @@ i=0
 until [ "$(tail -1 /tmp/probes | cut -d' ' -f1)" = ok ]; do
   i=$((i + 1))
   [ $i -le 240 ] || {
-    # Where a call stands (the console keeps it all; a report of the
-    # command's last lines the one-line summary at the end).
+    # Where a call stands: all of it on the console, and a one-line
+    # summary last (a report keeps only the command's last lines).
     diag; nonzero zoid-client $Z/stats; nonzero zoidfs /sys/kernel/zoidfs/stats
     dmesg | tail -20
     echo "the soft mount never recovered:"; tail -3 /tmp/probes; cat /tmp/probe.err
