@@ -311,6 +311,7 @@ static int compare(const char *ldir, const char *rdir)
 static int escape(void)
 {
 	struct rstat rs;
+	char dir[40], up[48];
 	int64_t r;
 	int bad = 0, dfd;
 
@@ -332,10 +333,17 @@ static int escape(void)
 	r = r_stat(UNIX_STAT, 0, "escape-rel", &rs);
 	printf("stat escape-rel -> ../../../../etc/passwd: %lld\n", (long long)r);
 	bad |= r != -ENOENT;
-	/* Below a directory descriptor: never above that directory. */
-	r_mkdir("escape-dir", 0755);
-	r_path2(UNIX_SYMLINK, "../../../../etc/passwd", "escape-dir/up");
-	dfd = (int)r_open("escape-dir", O_RDONLY | O_DIRECTORY, 0);
+	/*
+	 * Below a directory descriptor: never above that directory.  The
+	 * directory is this process's own: every CN runs this at once, and
+	 * with one shared name one CN's rmdir could come between another's
+	 * mkdir and open (its descriptor then failed with EBADF).
+	 */
+	snprintf(dir, sizeof(dir), "escape-dir-%ld", (long)getpid());
+	snprintf(up, sizeof(up), "%s/up", dir);
+	r_mkdir(dir, 0755);
+	r_path2(UNIX_SYMLINK, "../../../../etc/passwd", up);
+	dfd = (int)r_open(dir, O_RDONLY | O_DIRECTORY, 0);
 	r = r_openat(dfd, "../hello", O_RDONLY, 0);
 	printf("openat dir, ../hello: %lld\n", (long long)r);
 	bad |= r != -EACCES;
@@ -343,8 +351,8 @@ static int escape(void)
 	printf("openat dir, up -> ../../../../etc/passwd: %lld\n", (long long)r);
 	bad |= r != -ENOENT;
 	r_fd(UNIX_CLOSE, dfd);
-	r_path(UNIX_UNLINK, "escape-dir/up");
-	r_path(UNIX_RMDIR, "escape-dir");
+	r_path(UNIX_UNLINK, up);
+	r_path(UNIX_RMDIR, dir);
 	r_path(UNIX_UNLINK, "escape-link");
 	r_path(UNIX_UNLINK, "escape-rel");
 	printf("escape %s\n", bad ? "FAILED" : "refused");
