@@ -24,6 +24,8 @@
 #                                    ends with RATIO lines (> 1: treenet better)
 #   make bench-zoid                  zoid calls vs a user-space TCP forwarder (CIOD's
 #                                    role), 2 VMs; RATIO lines (> 1: zoid better)
+#   make bench-callpath              frames, interrupts and thread switches per round
+#                                    trip (zoid null call, treenet ping, TCP), 2 VMs
 #   make bench                       zoidfs vs NFSv4.2 vs v9fs in one 2-VM pset: table,
 #                                    bench/results/*.json, RATIO lines (> 1: zoidfs better)
 #   make bench-hooks                 ssi hook points off vs compiled out on a hot zoidfs
@@ -38,7 +40,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-hooks
+.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-callpath bench-hooks
 
 run:
 	@scripts/run.sh
@@ -66,6 +68,9 @@ bench-treenet:
 
 bench-zoid:
 	@scripts/bench-zoid.sh
+
+bench-callpath:
+	@scripts/bench-callpath.sh
 
 bench-hooks:
 	@scripts/bench-hooks.sh
