@@ -24,7 +24,7 @@ snap() {
       v=$(awk '/^voluntary_ctxt_switches/{v=$2} /^nonvoluntary_ctxt_switches/{n=$2} END{print v+n}' $p/status)
       echo "cs.$c.${p#/proc/} $v"
     done
-    awk -v total=0 '/virtio/ {s=0; for(i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print "irq."$NF, s}' /proc/interrupts
+    awk '/virtio/ {s=0; for(i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print "irq."$NF, s}' /proc/interrupts
   } | sort > /tmp/snap.$1
 }
 delta() {
@@ -32,21 +32,37 @@ delta() {
   awk -v n=$N 'FNR==NR {a[$1]=$2; next} ($1 in a) {d=$2-a[$1]; if (d != 0) printf "  %-40s %8d  %.2f/op\n", $1, d, d/n}' /tmp/snap.$2 /tmp/snap.$3
 }
 if [ "$ZOID_ROLE" = ion ]; then
-  mkdir -p /tmp/export /tmp/fwd; chmod 1777 /tmp/export
-  echo /tmp/export > $Z/export
+  mkdir -p /tmp/export /tmp/fwd
+  chmod 1777 /tmp/export          # CN root is squashed to 65534
+  echo /tmp/export > $Z/export || die "cannot set the export"
   "$BIN" server "$PORT" "$ION_IP" /tmp/fwd &
+  server=$!
   barrier 1
   barrier 2; snap a; barrier 3; snap b; delta "ION: zoid null" a b
   barrier 4; snap a; barrier 5; snap b; delta "ION: treenet ping 32" a b
   barrier 6; snap a; barrier 7; snap b; delta "ION: tcp null" a b
   barrier 8
+  wait "$server" || die "forwarder failed"
   exit 0
 fi
 barrier 1
 TCP="tcp:$ION_IP:$PORT"
-"$BIN" null zoid 50 > /dev/null; "$BIN" null "$TCP" 50 >/dev/null; echo "ping 0 32 50" > $TN/selftest
-barrier 2; snap a; r=$("$BIN" null zoid $N); snap b; barrier 3; delta "CN: zoid null $r" a b
-barrier 4; snap a; echo "ping 0 32 $N" > $TN/selftest; r=$(cat $TN/selftest); snap b; barrier 5; delta "CN: treenet ping $r" a b
-barrier 6; snap a; r=$("$BIN" null "$TCP" $N); snap b; barrier 7; delta "CN: tcp null $r" a b
-"$BIN" quit "$TCP"
+# Warm-up: ARP, attach, the peers' windows.
+"$BIN" null zoid 50 > /dev/null || fail zoid_warmup
+"$BIN" null "$TCP" 50 > /dev/null || fail tcp_warmup
+echo "ping 0 32 50" > $TN/selftest || fail ping_warmup
+# run <name> <command...>: the command between two snapshots; its result
+# line heads the differences.
+run() {
+  name=$1; shift
+  snap a
+  r=$("$@") || { fail "$name" "$r"; r="FAILED"; }
+  snap b
+}
+barrier 2; run zoid_null "$BIN" null zoid "$N"; barrier 3; delta "CN: zoid null $r" a b
+barrier 4; run ping sh -c "echo 'ping 0 32 $N' > $TN/selftest && cat $TN/selftest"
+barrier 5; delta "CN: treenet ping $r" a b
+barrier 6; run tcp_null "$BIN" null "$TCP" "$N"; barrier 7; delta "CN: tcp null $r" a b
+"$BIN" quit "$TCP" || fail tcp_quit "cannot stop the forwarder"
 barrier 8
+exit "$failed"
