@@ -11,7 +11,7 @@
 //! callbacks with the lock dropped.
 
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
-use crate::zoid_kernel::kthread::{stack_left, Kicker, ThreadBody, ThreadCtx};
+use crate::zoid_kernel::kthread::{stack_left, Kicker, ThreadBody, ThreadCtx, WakeCounts};
 use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
 use crate::zoid_kernel::stats::counters;
@@ -23,8 +23,9 @@ use crate::zoid_proto::treenet::grant::{
     GrantError, GrantQueue, Request, Waiting, MAX_SLOTS, MAX_WAITING_PER_PEER,
 };
 use crate::zoid_proto::treenet::wire::{
-    self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, Role, Seal, Session, BROADCAST,
-    HEADER_LEN, HELLO_MAX_BELOW, MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
+    self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, PiggyAck, Role, Seal, Session,
+    BROADCAST, FEATURE_PIGGY_ACK, HEADER_LEN, HELLO_MAX_BELOW, MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD,
+    MSG_HEADER_LEN, PIGGY_ACK_LEN,
 };
 use kernel::prelude::*;
 use kernel::sync::{
@@ -90,6 +91,9 @@ pub(crate) struct Knobs {
     /// Longest an ack waits for more frames to cover (µs; 0: ack every
     /// engine pass).
     pub(crate) ack_delay_us: Atomic<u32>,
+    /// Whether acks ride on data frames to neighbours that understand them
+    /// (1) or always go in frames of their own (0).
+    pub(crate) piggyback_acks: Atomic<u32>,
     /// Upper RTO bound (ms).
     pub(crate) rto_max_ms: Atomic<u32>,
     /// Silence after which a neighbour is down (ms).
@@ -119,6 +123,7 @@ impl Knobs {
             window: Atomic::new(128),
             rto_min_ms: Atomic::new(20),
             ack_delay_us: Atomic::new(2000),
+            piggyback_acks: Atomic::new(1),
             rto_max_ms: Atomic::new(2000),
             peer_timeout_ms: Atomic::new(5000),
             max_msg_size: Atomic::new((4 << 20) + 1024),
@@ -151,10 +156,14 @@ counters! {
         grants_given: "Rendezvous grants given to senders.",
         grants_refused: "Rendezvous requests refused (queue full or peer over its limit).",
         acks_sent: "Ack frames sent.",
+        acks_piggybacked: "Acks sent in data frames (no frame of their own).",
+        acks_piggy_received: "Acks received in data frames.",
         kicks_saved: "Sends that did not need to wake the engine thread.",
         drives: "Waits in which the waiting task did the engine's work (see drive_until).",
         drive_passes: "Engine passes run by waiting tasks instead of the engine thread.",
         drive_refused: "Waits that could not drive (another task drove, or too little stack).",
+        engine_passes: "Engine passes run by the engine thread.",
+        engine_idle_passes: "Engine thread passes that received, sent and delivered nothing (a deadline whose work was done meanwhile, or a kick for a frame an earlier pass took).",
         hellos_sent: "Hello frames sent.",
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
@@ -276,6 +285,8 @@ struct Neighbor {
     /// Acks that advanced a lane and grants (or refusals) received: it only
     /// goes up, so a blocked sender sees whether the neighbour takes data.
     acks_seen: u64,
+    /// Its hello says it understands acks in data frames.
+    takes_piggy_acks: bool,
 }
 
 impl Neighbor {
@@ -357,9 +368,14 @@ struct Inner {
     /// scanned then, or at once after an ack reporting holes.
     rtx_at: u64,
     rtx_now: bool,
-    /// When the engine thread will wake up by itself (ns; 0 while it
-    /// runs): a sender need not kick it for a deadline later than that.
-    engine_wake_at: u64,
+    /// An ack advanced a lane since `rtx_at` was planned: it may be later.
+    rtx_acked: bool,
+    /// When the next hello is due and dead neighbours are looked for (ns).
+    periodic_at: u64,
+    /// The engine thread's wake-up set on its timer (ns; `u64::MAX`:
+    /// none): [`Treenet::rearm`] moves it only when the next deadline
+    /// changed.
+    timer_at: u64,
     /// Queue space was freed while senders sleep: wake them.
     wake_senders: bool,
     /// Bumped (under the lock) before every notification of `progress`:
@@ -506,8 +522,9 @@ fn build_frame(
 ) -> Option<KVec<u8>> {
     let mut frame = KVec::new();
     let tl = sealing.trailer_len();
+    let (ack, al) = hdr.ack_bytes();
     if frame
-        .reserve(HEADER_LEN + p1.len() + p2.len() + tl, GFP_KERNEL)
+        .reserve(HEADER_LEN + p1.len() + p2.len() + al + tl, GFP_KERNEL)
         .is_err()
     {
         count(&s.drop_nomem);
@@ -520,6 +537,7 @@ fn build_frame(
     let _ = frame.extend_from_slice(&h, GFP_KERNEL);
     let _ = frame.extend_from_slice(p1, GFP_KERNEL);
     let _ = frame.extend_from_slice(p2, GFP_KERNEL);
+    let _ = frame.extend_from_slice(&ack[..al], GFP_KERNEL);
     let _ = frame.extend_from_slice(&t[..tl], GFP_KERNEL);
     Some(frame)
 }
@@ -577,7 +595,9 @@ impl Treenet {
             peer_log: KVec::new(),
             blocked_senders: 0,
             rtx_at: u64::MAX,
-            engine_wake_at: 0,
+            rtx_acked: false,
+            periodic_at: 0,
+            timer_at: u64::MAX,
             auth: None,
             rtx_now: false,
             wake_senders: false,
@@ -600,6 +620,11 @@ impl Treenet {
     /// Wakes the engine.
     pub(crate) fn kick(&self) {
         self.kicker.kick();
+    }
+
+    /// How often the engine was asked to wake, by source.
+    pub(crate) fn wake_counts(&self) -> WakeCounts {
+        self.kicker.wake_counts()
     }
 
     /// This node's id.
@@ -975,12 +1000,14 @@ impl Treenet {
         }
         // Start transmitting right here while the windows allow (the frames
         // leave before the engine thread runs).  The engine is woken only if
-        // it has something to do before it wakes by itself: frames left for
-        // lack of budget, looped-back frames, or a retransmission deadline
-        // earlier than its own (a thread switch per message saved).
+        // it has something to do now: frames left for lack of budget, or
+        // looped-back frames (a thread switch per message saved).  The
+        // frames' retransmission deadline, or the ack a frame took along,
+        // only moves its timer.
         let more = g.transmit(&self.knobs, &self.stats);
         g.flush_held(&self.stats);
-        let kick = more || !g.loop_frames.is_empty() || g.rtx_at < g.engine_wake_at;
+        self.rearm(&mut g);
+        let kick = more || !g.loop_frames.is_empty();
         drop(g);
         if kick {
             self.kick();
@@ -1179,13 +1206,16 @@ impl Treenet {
     /// channel only; it wakes the engine thread for anything it leaves.
     fn pass(&self, driver: Option<u16>) -> (usize, bool) {
         let mut g = self.inner.lock();
-        if driver.is_none() {
-            g.engine_wake_at = 0;
-        }
         let start = now_ns();
         let mut now = start;
         let k = &self.knobs;
         let s = &self.stats;
+        let activity = || {
+            s.frames_sent.load(Relaxed)
+                + s.frames_received.load(Relaxed)
+                + s.msgs_received.load(Relaxed)
+        };
+        let active_before = activity();
         // Receive: the links take turns, at most RX_ROUND frames each per
         // round, so a busy link (a flood) cannot starve the others; at
         // most RX_BUDGET frames, or PASS_TIME_NS, in all.
@@ -1238,6 +1268,7 @@ impl Treenet {
             g.last_hello_ns = now;
             g.send_hellos(k, s);
         }
+        g.periodic_at = g.last_hello_ns.saturating_add(hello_every);
         let mut i = 0;
         while i < g.neighbors.len() {
             let silent = now.saturating_sub(g.neighbors[i].last_rx_ns) > timeout_ns;
@@ -1269,14 +1300,14 @@ impl Treenet {
         g.pump_grants(k, s);
         if g.rtx_now || now >= g.rtx_at {
             g.retransmit(k, s);
+        } else if g.rtx_acked {
+            // Acks came: the deadline set for what they acked (a request's
+            // tail-loss probe, say) must not wake the thread for nothing.
+            g.plan_retransmit();
         }
         let more_tx = g.transmit(k, s);
         g.flush_held(s);
-        // Next wake-up: the earliest hello or timeout, retransmission (known
-        // after the handlers' sends, below) or delayed ack.
-        let mut next_us: u64 = div_u64(hello_every, 1000);
         let more_work = more_rx || more_tx || !g.loop_frames.is_empty();
-        let more = more_work || !g.events.is_empty();
         drop(g);
         let left = self.flush_events(driver);
         // Acks last: what upper layers sent while handling these frames (a
@@ -1284,37 +1315,76 @@ impl Treenet {
         // critical path.
         let now = now_ns();
         let mut g = self.inner.lock();
-        let ack_due = g.send_acks(s, now);
-        if ack_due != u64::MAX {
-            next_us = next_us.min(div_u64(ack_due.saturating_sub(now), 1000));
+        g.send_acks(s, now);
+        // Events queued while this pass delivered (a looped-back reply).
+        let more = more_work || !g.events.is_empty();
+        // The next deadline (a hello or dead-neighbour scan, a
+        // retransmission, a delayed ack) goes on the thread's timer: a
+        // driving task sets it without waking the thread.  The thread sets
+        // it anew whatever it was (its timer may just have fired).
+        if driver.is_none() {
+            g.timer_at = u64::MAX;
         }
-        if g.rtx_at != u64::MAX {
-            next_us = next_us.min(div_u64(g.rtx_at.saturating_sub(now), 1000));
-        }
-        let next_at = now.saturating_add(next_us.saturating_mul(1000));
+        self.rearm(&mut g);
         if driver.is_some() {
-            // The engine thread sleeps until `engine_wake_at` (0 while it
-            // runs): wake it for what this pass left (frames, events for
-            // other channels), or for a deadline (an ack, a retransmission)
-            // earlier than its own.  Events this pass delivered are not
-            // left: waking the thread for them would cost the very switch
-            // the driver saves.
-            let kick = more_work || left || next_at < g.engine_wake_at;
+            // Wake the thread for what this pass left (frames, events for
+            // other channels).  Events this pass delivered are not left:
+            // waking the thread for them would cost the very switch the
+            // driver saves.
+            let kick = more_work || left;
             drop(g);
             if kick {
                 self.kicker.kick_thread();
             }
             return (0, false);
         }
-        // Jiffies round up: the thread wakes no earlier than this.  While
-        // there is more to do it does not sleep at all.
-        g.engine_wake_at = if more { 0 } else { next_at };
         drop(g);
-        (ms_to_jiffies(div_u64(next_us + 999, 1000)), more)
+        count(&s.engine_passes);
+        if activity() == active_before {
+            count(&s.engine_idle_passes);
+        }
+        // The timer wakes the thread at its next deadline; this sleep's
+        // timeout is only a backstop.  While there is more to do it does
+        // not sleep at all.
+        (ms_to_jiffies(div_u64(hello_every, 1_000_000) + 1), more)
+    }
+
+    /// Puts the engine's next deadline on the thread's timer if it moved
+    /// (see [`Inner::next_deadline`]).  Called under the lock by whatever
+    /// changed the deadlines last: a pass, a send.
+    fn rearm(&self, g: &mut Inner) {
+        let at = g.next_deadline();
+        if at != g.timer_at {
+            g.timer_at = at;
+            self.kicker.wake_at(at);
+        }
     }
 }
 
 impl Inner {
+    /// When the engine next has work of its own (ns): the periodic hello
+    /// and dead-neighbour scan, the retransmission scan, or the earliest
+    /// delayed ack (0 for an ack due at once).  A deadline may be early (a
+    /// retransmission scan after the frames were acked): the thread wakes
+    /// and finds nothing to do; it is never late.
+    fn next_deadline(&self) -> u64 {
+        if self.rtx_now {
+            return 0;
+        }
+        let mut at = self.periodic_at.min(self.rtx_at);
+        for n in self.neighbors.iter() {
+            for r in n.rx.iter() {
+                if r.ack_now || r.unacked >= ACK_EVERY {
+                    return 0;
+                }
+                if r.unacked > 0 {
+                    at = at.min(r.ack_due_ns);
+                }
+            }
+        }
+        at
+    }
+
     fn neighbor(&self, node: u16) -> Option<usize> {
         self.neighbors.iter().position(|n| n.node == node)
     }
@@ -1546,6 +1616,7 @@ impl Inner {
                 pset: self.pset,
                 role: self.role,
                 hops,
+                features: FEATURE_PIGGY_ACK,
                 n_below: n_below as u8,
                 below,
             };
@@ -1644,20 +1715,34 @@ impl Inner {
     /// Without fault injection the frame is built straight into the skb:
     /// one copy from the message's pages, checksummed in place.
     fn send_frame(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane, seq: u32) {
-        let n = &self.neighbors[ni];
-        let l = &n.tx[lane.index()];
-        let Some(m) = l
+        let l = &self.neighbors[ni].tx[lane.index()];
+        let Some(mi) = l
             .msgs
             .iter()
-            .find(|m| m.sent > 0 && seq.wrapping_sub(m.first_seq) < m.sent as u32)
+            .position(|m| m.sent > 0 && seq.wrapping_sub(m.first_seq) < m.sent as u32)
         else {
             return;
         };
+        let m = &l.msgs[mi];
         let index = seq.wrapping_sub(m.first_seq) as usize;
         let Some(spec) = frame_spec(index, m.buf.len(), m.payload) else {
             return;
         };
-        let hdr = FrameHeader::data(self.node_id, n.node, lane, seq, spec.flags);
+        let first_len = if index == 0 { MSG_HEADER_LEN } else { 0 };
+        // An ack rides along if the frame has room for it.
+        let room = m.payload.saturating_sub(first_len + spec.len);
+        let ack = if room >= PIGGY_ACK_LEN {
+            self.take_piggy_ack(k, s, ni, lane)
+        } else {
+            None
+        };
+        let n = &self.neighbors[ni];
+        let m = &n.tx[lane.index()].msgs[mi];
+        let mut hdr = FrameHeader::data(self.node_id, n.node, lane, seq, spec.flags);
+        if let Some(a) = ack {
+            hdr = hdr.with_ack(a);
+        }
+        let (ack_bytes, ack_len) = hdr.ack_bytes();
         let mh = m.header.encode();
         let first: &[u8] = if index == 0 { &mh } else { &[] };
         let session = self.session_to(ni);
@@ -1667,11 +1752,13 @@ impl Inner {
             if let Some(Some(Link::Net(link))) = self.links.get(n.link) {
                 let sealing = Sealing::new(&self.auth, session);
                 let payload_len = first.len() + spec.len;
-                let total = HEADER_LEN + payload_len + sealing.trailer_len();
+                let total = HEADER_LEN + payload_len + ack_len + sealing.trailer_len();
                 let mut ok = true;
                 let sent = link.send(&n.mac, total, |b| {
                     let (h, rest) = b.split_at_mut(HEADER_LEN);
-                    let (p, t) = rest.split_at_mut(payload_len);
+                    let (p, rest) = rest.split_at_mut(payload_len);
+                    let (a, t) = rest.split_at_mut(ack_len);
+                    a.copy_from_slice(&ack_bytes[..ack_len]);
                     let (p1, p2) = p.split_at_mut(first.len());
                     p1.copy_from_slice(first);
                     ok = m.buf.read_at(spec.offset, p2).is_ok();
@@ -1723,9 +1810,17 @@ impl Inner {
                 }
             }
         }
-        // The next scan: when the earliest in-flight frame's RTO expires or
-        // a hole below a selectively acked frame is due (one srtt after it
-        // was sent), so a loss costs a round trip, not an RTO.
+        self.plan_retransmit();
+    }
+
+    /// Sets when the next retransmission scan is due: when the earliest
+    /// in-flight frame's RTO expires, a hole below a selectively acked
+    /// frame is due (one srtt after it was sent, so a loss costs a round
+    /// trip, not an RTO) or a tail-loss probe is; never, with nothing in
+    /// flight.
+    fn plan_retransmit(&mut self) {
+        self.rtx_acked = false;
+        let now = now_us();
         let now_ns = now_ns();
         let mut next = u64::MAX;
         for n in self.neighbors.iter() {
@@ -1738,13 +1833,45 @@ impl Inner {
         self.rtx_at = next;
     }
 
+    /// The ack a data frame to neighbour `ni` on `lane` can carry, taken
+    /// from the pending acks (which then need no frame of their own): the
+    /// same lane's first, else the other's.  Only a lane with frames
+    /// unacknowledged and none out of order (no selective bits) qualifies,
+    /// and only if the neighbour understands piggybacked acks.
+    fn take_piggy_ack(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane) -> Option<PiggyAck> {
+        let n = &mut *self.neighbors[ni];
+        if !n.takes_piggy_acks || k.piggyback_acks.load(Relaxed) == 0 {
+            return None;
+        }
+        let other = if lane == Lane::Control {
+            Lane::Bulk
+        } else {
+            Lane::Control
+        };
+        for l in [lane, other] {
+            let r = &mut n.rx[l.index()];
+            if (r.unacked == 0 && !r.ack_now) || r.win.sack() != 0 {
+                continue;
+            }
+            r.unacked = 0;
+            r.ack_now = false;
+            r.ack_due_ns = u64::MAX;
+            count(&s.acks_piggybacked);
+            return Some(PiggyAck {
+                lane: l,
+                next: r.win.next_seq(),
+            });
+        }
+        None
+    }
+
     /// Sends the acks that are due: every lane with a frame out of order or
     /// a duplicate, with [`ACK_EVERY`] frames unacknowledged, or whose
     /// delayed ack is due at `now` (`ack_delay_us`: an ack waits that long
-    /// for company, so a request/response exchange costs two frames, not
-    /// four).  Returns when the next delayed ack is due (`u64::MAX`: none).
-    fn send_acks(&mut self, s: &Stats, now: u64) -> u64 {
-        let mut next = u64::MAX;
+    /// for more frames to cover, or for a data frame to ride on
+    /// ([`Inner::take_piggy_ack`]), so a request/response exchange costs
+    /// two frames, not four).
+    fn send_acks(&mut self, s: &Stats, now: u64) {
         for ni in 0..self.neighbors.len() {
             for lane in Lane::ALL {
                 let n = &mut *self.neighbors[ni];
@@ -1753,7 +1880,6 @@ impl Inner {
                     continue;
                 }
                 if !r.ack_now && r.unacked < ACK_EVERY && now < r.ack_due_ns {
-                    next = next.min(r.ack_due_ns);
                     continue;
                 }
                 r.unacked = 0;
@@ -1787,7 +1913,6 @@ impl Inner {
                 }
             }
         }
-        next
     }
 
     /// Sends new frames while windows allow; control lanes first, for at
@@ -1906,7 +2031,15 @@ impl Inner {
                 };
                 self.handle_ack(k, s, ni, h.lane, h.seq, sack);
             }
-            Kind::Data => self.handle_data(k, s, ni, h.lane, h.seq, h.flags, payload),
+            Kind::Data => {
+                // The ack it carries first: it may free window space the
+                // data's handling (a reply sent inline) can use.
+                if let Some(a) = h.ack {
+                    count(&s.acks_piggy_received);
+                    self.handle_ack(k, s, ni, a.lane, a.next, 0);
+                }
+                self.handle_data(k, s, ni, h.lane, h.seq, h.flags, payload)
+            }
             Kind::Hello => {}
         }
     }
@@ -2000,6 +2133,7 @@ impl Inner {
         n.last_rx_ns = now;
         n.role = hello.role;
         n.hops = hello.hops;
+        n.takes_piggy_acks = hello.features & FEATURE_PIGGY_ACK != 0;
         n.below.clear();
         for &b in &hello.below[..usize::from(hello.n_below)] {
             let _ = n.below.push(b, GFP_KERNEL);
@@ -2064,6 +2198,7 @@ impl Inner {
                 grant_finish: 0,
                 queued_bytes: 0,
                 acks_seen: 0,
+                takes_piggy_acks: false,
             }),
             GFP_KERNEL,
         )?;
@@ -2129,6 +2264,7 @@ impl Inner {
         if out.bogus || out.acked == 0 {
             return;
         }
+        self.rtx_acked = true;
         // Drop fully acknowledged messages from the front.
         let base = l.win.base();
         let mut freed = 0usize;

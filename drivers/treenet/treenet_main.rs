@@ -194,7 +194,11 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     let (rx_overflow, tx_refused) = c.net.link_drops();
     r?;
     writeln!(w, "drop_rx_queue_full {}", U64(rx_overflow))?;
-    writeln!(w, "device_tx_refused {}", U64(tx_refused))
+    writeln!(w, "device_tx_refused {}", U64(tx_refused))?;
+    let wakes = c.net.wake_counts();
+    writeln!(w, "engine_kicks {}", U64(wakes.kicks))?;
+    writeln!(w, "engine_thread_kicks {}", U64(wakes.thread_kicks))?;
+    writeln!(w, "engine_timer_fires {}", U64(wakes.timer_fires))
 }
 
 fn show_channels(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -352,6 +356,22 @@ fn store_ack_delay(c: &Ctx, input: &[u8]) -> Result {
     Ok(())
 }
 
+fn show_piggyback_acks(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.knobs.piggyback_acks.load(Relaxed))
+}
+
+/// 1: acks ride on data frames to neighbours that understand them; 0:
+/// every ack in a frame of its own (as before they existed, for
+/// comparison).
+fn store_piggyback_acks(c: &Ctx, input: &[u8]) -> Result {
+    let v = sysfs::parse_u64(input)?;
+    if v > 1 {
+        return Err(EINVAL);
+    }
+    c.net.knobs.piggyback_acks.store(v as u32, Relaxed);
+    Ok(())
+}
+
 /// `on` or `off`: the key itself is never shown.
 fn show_auth_key(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{}", if c.net.auth_enabled() { "on" } else { "off" })
@@ -375,7 +395,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 30] = [
+static ATTRS: [Attribute<Ctx>; 31] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -393,6 +413,7 @@ static ATTRS: [Attribute<Ctx>; 30] = [
     Attribute::rw(c"rto_min_ms", show_rto_min, store_rto_min),
     Attribute::rw(c"rto_max_ms", show_rto_max, store_rto_max),
     Attribute::rw(c"ack_delay_us", show_ack_delay, store_ack_delay),
+    Attribute::rw(c"piggyback_acks", show_piggyback_acks, store_piggyback_acks),
     Attribute::rw(c"peer_timeout_ms", show_peer_timeout, store_peer_timeout),
     Attribute::rw(c"max_msg_size", show_max_msg, store_max_msg),
     Attribute::rw(c"grant_slots", show_grant_slots, store_grant_slots),

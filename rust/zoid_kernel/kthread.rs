@@ -32,6 +32,13 @@ extern "C" {
     fn zk_thread_stop(t: *mut RawThread);
     fn zk_thread_kick(t: *mut RawThread);
     fn zk_thread_kick_thread(t: *mut RawThread);
+    fn zk_thread_wake_at(t: *mut RawThread, at_ns: u64);
+    fn zk_thread_wake_counts(
+        t: *mut RawThread,
+        kicks: *mut u64,
+        thread_kicks: *mut u64,
+        timer_fires: *mut u64,
+    );
     fn zk_thread_drive_begin(t: *mut RawThread) -> bool;
     fn zk_thread_drive_end(t: *mut RawThread);
     fn zk_thread_drive_wait(
@@ -79,6 +86,32 @@ impl Kicker {
         unsafe { zk_thread_kick_thread(self.raw.as_ptr()) }
     }
 
+    /// Sets the thread's next wake-up to `at_ns` (monotonic nanoseconds, as
+    /// [`super::time::now_ns`]), replacing the one set before; `u64::MAX`:
+    /// none.  Nothing wakes now: the record's hrtimer kicks the thread (as
+    /// [`Kicker::kick_thread`]) when the time comes.  Ignored once the
+    /// thread is stopped.
+    pub(crate) fn wake_at(&self, at_ns: u64) {
+        // SAFETY: as in `kick`; the shim serialises this with stopping.
+        unsafe { zk_thread_wake_at(self.raw.as_ptr(), at_ns) }
+    }
+
+    /// Wake-ups asked for so far: kicks (to the driver or the thread),
+    /// kicks to the thread itself, and of those, by the timer.
+    pub(crate) fn wake_counts(&self) -> WakeCounts {
+        let mut c = WakeCounts::default();
+        // SAFETY: as in `kick`; the three pointers are writable `u64`s.
+        unsafe {
+            zk_thread_wake_counts(
+                self.raw.as_ptr(),
+                &mut c.kicks,
+                &mut c.thread_kicks,
+                &mut c.timer_fires,
+            )
+        };
+        c
+    }
+
     /// Registers the current task as the one that does the thread's work
     /// while it waits: kicks wake it instead of the thread until the
     /// returned guard is dropped.  `None` if another task drives.
@@ -101,6 +134,17 @@ impl Kicker {
     pub(crate) fn as_raw(&self) -> *mut RawThread {
         self.raw.as_ptr()
     }
+}
+
+/// What [`Kicker::wake_counts`] reports.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct WakeCounts {
+    /// [`Kicker::kick`]s (to the driver, or the thread).
+    pub(crate) kicks: u64,
+    /// [`Kicker::kick_thread`]s, the timer's included.
+    pub(crate) thread_kicks: u64,
+    /// Wake-ups set with [`Kicker::wake_at`] that came due.
+    pub(crate) timer_fires: u64,
 }
 
 /// The current task drives a [`Kicker`]'s thread (see [`Kicker::drive`]).

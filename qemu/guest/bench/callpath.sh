@@ -16,7 +16,7 @@ N=${N:-2000}
 bench_addresses
 snap() {
   {
-    awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|kicks_saved|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue"
+    awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue"
     awk '{print "zoid."$1, $2}' $Z/stats 2>/dev/null | grep -E "calls_|direct|inline"
     for p in /proc/[0-9]*; do
       c=$(cat $p/comm 2>/dev/null) || continue

@@ -26,3 +26,25 @@ done
 echo 0 > $T/packet_size
 [ "$(counter $T/selftest_events received_bad)" = 0 ]
 [ "$(stat drop_bad_checksum)" = 0 ]
+
+# Acks ride on data frames going the other way (docs/treenet.md,
+# "Piggybacked acks"): a ping's pong carries its ack.  With
+# piggyback_acks=0 on every node, every ack is a frame of its own.
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_NODE" = cn1 ]; then
+  r0=$(stat acks_piggy_received)
+  st ping 0 32 20 > /dev/null
+  [ "$(stat acks_piggy_received)" -gt "$r0" ] || { echo "no ack rode on a pong"; nonzero stats $T/stats; exit 1; }
+fi
+barrier $tag; tag=$((tag + 1))
+echo 0 > $T/piggyback_acks
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_NODE" = cn1 ]; then
+  p0=$(stat acks_piggybacked); r0=$(stat acks_piggy_received); a0=$(stat acks_sent)
+  st ping 0 32 20 > /dev/null
+  [ "$(stat acks_piggybacked)" = "$p0" ] || { echo "an ack rode with piggyback_acks=0"; exit 1; }
+  [ "$(stat acks_piggy_received)" = "$r0" ] || { echo "the ION sent an ack in a data frame with piggyback_acks=0"; exit 1; }
+  [ "$(stat acks_sent)" -gt "$a0" ] || { echo "no ack frame sent"; exit 1; }
+fi
+barrier $tag; tag=$((tag + 1))
+echo 1 > $T/piggyback_acks

@@ -21,8 +21,16 @@
  * one thread switch per wait.  A kick reads the driver pointer in an RCU
  * read-side section too, and the driver clears it before it can exit; a
  * task_struct is freed only after a grace period that follows its exit.
+ *
+ * A thread whose work has deadlines (retransmissions, delayed acks) sets
+ * its next wake-up on the record's hrtimer (zk_thread_wake_at) rather than
+ * sleeping with a timeout: any task can move that deadline, earlier or
+ * later, without waking the thread, and the thread wakes when it expires
+ * (the timer kicks it) and not on jiffy boundaries.  A wake-up set after
+ * the thread was stopped is ignored.
  */
 #include <linux/err.h>
+#include <linux/hrtimer.h>
 #include <linux/kthread.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
@@ -44,11 +52,59 @@ struct zk_thread {
 	atomic_t pending;
 	/* Work kicked to the thread itself: a driver never takes it. */
 	atomic_t thread_pending;
+	/* The thread's next deadline (zk_thread_wake_at): kicks the thread. */
+	struct hrtimer timer;
+	/* Serialises arming the timer with stopping the thread. */
+	spinlock_t timer_lock;
+	/* Stopped: the timer is no longer armed. */
+	bool stopped;
+	/* Wake-ups asked for, by source (zk_thread_wake_counts). */
+	atomic64_t n_kicks, n_thread_kicks, n_timer_fires;
 };
+
+static enum hrtimer_restart zk_thread_timer_fn(struct hrtimer *timer)
+{
+	struct zk_thread *t = container_of(timer, struct zk_thread, timer);
+
+	atomic64_inc(&t->n_timer_fires);
+	zk_thread_kick_thread(t);
+	return HRTIMER_NORESTART;
+}
 
 struct zk_thread *zk_thread_alloc(void)
 {
-	return kzalloc(sizeof(struct zk_thread), GFP_KERNEL);
+	struct zk_thread *t = kzalloc(sizeof(struct zk_thread), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	hrtimer_setup(&t->timer, zk_thread_timer_fn, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_ABS);
+	spin_lock_init(&t->timer_lock);
+	return t;
+}
+
+/* Slack allowed on a deadline, so nearby expiries can be merged. */
+#define ZK_THREAD_TIMER_SLACK_NS (50 * NSEC_PER_USEC)
+
+/*
+ * Sets the thread's next wake-up to the monotonic time at_ns (ktime_get()
+ * nanoseconds), replacing the one set before; U64_MAX: none.  Callable from
+ * any context but the timer's own callback.
+ */
+void zk_thread_wake_at(struct zk_thread *t, u64 at_ns)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&t->timer_lock, flags);
+	if (t->stopped)
+		;
+	else if (at_ns == U64_MAX || at_ns > (u64)KTIME_MAX)
+		hrtimer_try_to_cancel(&t->timer);
+	else
+		hrtimer_start_range_ns(&t->timer, ns_to_ktime(at_ns),
+				       ZK_THREAD_TIMER_SLACK_NS,
+				       HRTIMER_MODE_ABS);
+	spin_unlock_irqrestore(&t->timer_lock, flags);
 }
 
 int zk_thread_start(struct zk_thread *t, int (*fn)(void *), void *data,
@@ -81,7 +137,14 @@ void zk_thread_stop(struct zk_thread *t)
 
 void zk_thread_stop_free(struct zk_thread *t)
 {
+	unsigned long flags;
+
 	zk_thread_stop(t);
+	/* No wake-up is armed after this; one pending is cancelled. */
+	spin_lock_irqsave(&t->timer_lock, flags);
+	t->stopped = true;
+	spin_unlock_irqrestore(&t->timer_lock, flags);
+	hrtimer_cancel(&t->timer);
 	kfree(t);
 }
 
@@ -94,6 +157,7 @@ void zk_thread_kick(struct zk_thread *t)
 {
 	struct task_struct *task;
 
+	atomic64_inc(&t->n_kicks);
 	atomic_set(&t->pending, 1);
 	/* Pairs with zk_thread_drive_end: one of us sees the other. */
 	smp_mb();
@@ -111,12 +175,25 @@ void zk_thread_kick_thread(struct zk_thread *t)
 {
 	struct task_struct *task;
 
+	atomic64_inc(&t->n_thread_kicks);
 	atomic_set(&t->thread_pending, 1);
 	rcu_read_lock();
 	task = READ_ONCE(t->task);
 	if (task)
 		wake_up_process(task);
 	rcu_read_unlock();
+}
+
+/*
+ * Wake-ups asked for so far: kicks (to the driver or the thread), kicks to
+ * the thread itself, and of those the timer's.
+ */
+void zk_thread_wake_counts(struct zk_thread *t, u64 *kicks, u64 *thread_kicks,
+			   u64 *timer_fires)
+{
+	*kicks = atomic64_read(&t->n_kicks);
+	*thread_kicks = atomic64_read(&t->n_thread_kicks);
+	*timer_fires = atomic64_read(&t->n_timer_fires);
 }
 
 /* Registers the current task as the driver; false if another one is. */

@@ -15,6 +15,8 @@ fn build_frame(h: &FrameHeader, payload: &[u8]) -> Vec<u8> {
     h.encode(&[payload], &mut hdr);
     let mut f = hdr.to_vec();
     f.extend_from_slice(payload);
+    let (ack, n) = h.ack_bytes();
+    f.extend_from_slice(&ack[..n]);
     f
 }
 
@@ -62,6 +64,82 @@ fn bad_frames_are_refused_by_reason() {
 }
 
 #[test]
+fn piggybacked_ack_round_trips_and_is_checksummed() {
+    for lane in Lane::ALL {
+        let ack = PiggyAck {
+            lane,
+            next: 0xffff_fffe,
+        };
+        let h = FrameHeader::data(3, 0, Lane::Bulk, 77, FLAG_FIRST).with_ack(ack);
+        let f = build_frame(&h, b"call");
+        assert_eq!(f.len(), HEADER_LEN + 4 + PIGGY_ACK_LEN);
+        // The length field counts the ack; the parsed payload does not.
+        assert_eq!(u16::from_be_bytes([f[6], f[7]]), 8);
+        let (got, p) = parse(&f, 1500).unwrap();
+        assert_eq!(got, h);
+        assert_eq!(got.ack, Some(ack));
+        assert_eq!(p, b"call");
+        // The ack's bytes are covered by the checksum.
+        let mut bad = f.clone();
+        *bad.last_mut().unwrap() ^= 1;
+        assert_eq!(parse(&bad, 1500), Err(FrameError::BadChecksum));
+        // And by the tag of an authenticated frame.
+        let key = zoid_proto::siphash::SipKey([1, 2]);
+        let session = Session {
+            src_epoch: 5,
+            dst_epoch: 6,
+        };
+        let mut hdr = [0u8; HEADER_LEN];
+        let mut trailer = [0u8; MAC_TRAILER_LEN];
+        h.encode_sealed(&[b"ca", b"ll"], &key, session, &mut hdr, &mut trailer);
+        let mut sealed = hdr.to_vec();
+        sealed.extend_from_slice(b"call");
+        sealed.extend_from_slice(&ack.encode());
+        sealed.extend_from_slice(&trailer);
+        let (got, p, seal) = parse_frame(&sealed, 1500).unwrap();
+        assert_eq!((got, p), (h, &b"call"[..]));
+        assert_eq!(check_seal(Some(&key), seal, session, &sealed), Ok(()));
+        sealed[HEADER_LEN + 5] ^= 0x80;
+        let (_, _, seal) = parse_frame(&sealed, 1500).unwrap();
+        assert_eq!(
+            check_seal(Some(&key), seal, session, &sealed),
+            Err(FrameError::BadMac)
+        );
+    }
+    // Acks ride on data frames only.
+    let ack = PiggyAck {
+        lane: Lane::Control,
+        next: 1,
+    };
+    assert_eq!(
+        FrameHeader::ack(1, 2, Lane::Control, 5).with_ack(ack).ack,
+        None
+    );
+    assert_eq!(FrameHeader::hello(1).with_ack(ack).ack, None);
+}
+
+#[test]
+fn piggyback_kind_too_short_for_its_ack_is_truncated() {
+    // A frame of kind "data + control ack" whose payload is 3 bytes.
+    let mut f = vec![WIRE_VERSION, 0x43, 0, 1, 0, 2, 0, 3, 0, 0, 0, 9, 0, 0, 0, 0];
+    f.extend_from_slice(b"abc");
+    let mut crc = zoid_proto::crc32c::Crc32c::new();
+    crc.update(&f[..12]);
+    crc.update(&f[16..]);
+    let sum = crc.finish();
+    f[12..16].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(parse(&f, 1500), Err(FrameError::Truncated));
+    // With an empty data part it is a valid frame.
+    let h = FrameHeader::data(1, 2, Lane::Control, 9, FLAG_LAST).with_ack(PiggyAck {
+        lane: Lane::Bulk,
+        next: 4,
+    });
+    let f = build_frame(&h, b"");
+    let (got, p) = parse(&f, 1500).unwrap();
+    assert_eq!((got, p.len()), (h, 0));
+}
+
+#[test]
 fn hello_round_trips_and_fits_a_zoid_packet() {
     let mut below = [0u16; HELLO_MAX_BELOW];
     for (i, b) in below.iter_mut().enumerate() {
@@ -73,6 +151,7 @@ fn hello_round_trips_and_fits_a_zoid_packet() {
         pset: 2,
         role: Role::Cn,
         hops: 1,
+        features: FEATURE_PIGGY_ACK,
         n_below: HELLO_MAX_BELOW as u8,
         below,
     };
@@ -610,6 +689,25 @@ proptest! {
             at += s.len;
         }
         prop_assert_eq!(at, len);
+    }
+
+    /// Any data frame with any piggybacked ack parses back to itself, its
+    /// payload without the ack's bytes.
+    #[test]
+    fn piggybacked_frames_round_trip(
+        payload in proptest::collection::vec(any::<u8>(), 0..300),
+        bulk in any::<bool>(), ack_bulk in any::<bool>(), flags in 0u8..4,
+        seq in any::<u32>(), next in any::<u32>(), src in any::<u16>(), dst in any::<u16>(),
+    ) {
+        let lane = |b| if b { Lane::Bulk } else { Lane::Control };
+        let h = FrameHeader::data(src, dst, lane(bulk), seq, flags)
+            .with_ack(PiggyAck { lane: lane(ack_bulk), next });
+        let f = build_frame(&h, &payload);
+        let (got, p) = parse(&f, payload.len() + PIGGY_ACK_LEN).unwrap();
+        prop_assert_eq!(got, h);
+        prop_assert_eq!(p, &payload[..]);
+        // One byte less room than the frame needs: oversized.
+        prop_assert_eq!(parse(&f, payload.len() + PIGGY_ACK_LEN - 1), Err(FrameError::Oversized));
     }
 
     /// The parser never panics and only accepts frames whose checksum holds.

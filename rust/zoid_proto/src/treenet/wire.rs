@@ -22,6 +22,19 @@
 //! The first data frame of every message starts with a 16-byte
 //! [`MsgHeader`] (origin, final destination, channel, length, id).
 //!
+//! ## Piggybacked acks
+//!
+//! A data frame may carry the cumulative ack of one of the reverse lanes,
+//! so a request and its reply cost two frames, not four: its kind is
+//! `KIND_DATA_ACK_CONTROL` or `KIND_DATA_ACK_BULK` (which lane is acked)
+//! instead of `KIND_DATA`, and the last [`PIGGY_ACK_LEN`] bytes of its
+//! payload (counted in the payload length, covered by the checksum or
+//! tag) are the next sequence number expected on that lane ([`PiggyAck`]).
+//! Only a lane with nothing out of order is acked so (no selective bits);
+//! the frame still fits its `packet_size` (a full 240-byte packet carries
+//! none).  A node sends them only to neighbours whose hello lists
+//! [`FEATURE_PIGGY_ACK`], so a node that predates them still interoperates.
+//!
 //! ## Authenticated frames
 //!
 //! On an untrusted network every node of a pset is given the same 128-bit
@@ -50,6 +63,25 @@ pub const ZOID_PACKET_PAYLOAD: usize = 240;
 pub const MIN_PACKET_PAYLOAD: usize = 64;
 /// Node id meaning "every node below the sender" (broadcast).
 pub const BROADCAST: u16 = 0xffff;
+
+/// Bytes a piggybacked ack adds at the end of a data frame's payload.
+pub const PIGGY_ACK_LEN: usize = 4;
+
+/// A cumulative ack carried by a data frame (see "Piggybacked acks").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PiggyAck {
+    /// The lane acknowledged (a lane from the frame's receiver to its sender).
+    pub lane: Lane,
+    /// Next sequence number expected on that lane.
+    pub next: u32,
+}
+
+impl PiggyAck {
+    /// The bytes that end the frame's payload.
+    pub fn encode(&self) -> [u8; PIGGY_ACK_LEN] {
+        self.next.to_be_bytes()
+    }
+}
 
 /// Frame types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +156,11 @@ pub enum Seal {
 
 /// The 64-bit tag of a frame whose first 12 header bytes are `head`.
 pub fn frame_tag(key: &SipKey, session: Session, head: &[u8], payload: &[&[u8]]) -> u64 {
+    tag_of(key, session, head, payload, &[])
+}
+
+/// [`frame_tag`] of a payload given in pieces and a tail.
+fn tag_of(key: &SipKey, session: Session, head: &[u8], payload: &[&[u8]], tail: &[u8]) -> u64 {
     let mut h = SipHasher24::new(key);
     let mut epochs = [0u8; 8];
     epochs[..4].copy_from_slice(&session.src_epoch.to_be_bytes());
@@ -133,6 +170,7 @@ pub fn frame_tag(key: &SipKey, session: Session, head: &[u8], payload: &[&[u8]])
     for p in payload {
         h.update(p);
     }
+    h.update(tail);
     h.finish()
 }
 
@@ -168,6 +206,8 @@ pub fn check_seal(
 const KIND_HELLO: u8 = 1;
 const KIND_ACK: u8 = 2;
 const KIND_DATA: u8 = 3;
+const KIND_DATA_ACK_CONTROL: u8 = 4;
+const KIND_DATA_ACK_BULK: u8 = 5;
 
 /// Why a received frame was dropped.  Each reason has its own counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +244,10 @@ pub struct FrameHeader {
     pub dst: u16,
     /// Data: sequence number in the lane.  Ack: next sequence expected.
     pub seq: u32,
+    /// Data: the ack it carries, if any (its bytes are not part of the
+    /// payload [`parse_frame`] returns, and [`FrameHeader::encode`] counts
+    /// and checksums them after the payload it is given).
+    pub ack: Option<PiggyAck>,
 }
 
 impl FrameHeader {
@@ -216,6 +260,24 @@ impl FrameHeader {
             src,
             dst,
             seq,
+            ack: None,
+        }
+    }
+
+    /// This data frame header carrying `ack` (see "Piggybacked acks"); its
+    /// bytes ([`FrameHeader::ack_bytes`]) go on the wire after the payload.
+    pub fn with_ack(mut self, ack: PiggyAck) -> Self {
+        if self.kind == Kind::Data {
+            self.ack = Some(ack);
+        }
+        self
+    }
+
+    /// The piggybacked ack's bytes and how many of them there are (0: none).
+    pub fn ack_bytes(&self) -> ([u8; PIGGY_ACK_LEN], usize) {
+        match self.ack {
+            Some(a) => (a.encode(), PIGGY_ACK_LEN),
+            None => ([0; PIGGY_ACK_LEN], 0),
         }
     }
 
@@ -228,6 +290,7 @@ impl FrameHeader {
             src,
             dst,
             seq: next,
+            ack: None,
         }
     }
 
@@ -240,6 +303,7 @@ impl FrameHeader {
             src,
             dst: BROADCAST,
             seq: 0,
+            ack: None,
         }
     }
 
@@ -247,7 +311,19 @@ impl FrameHeader {
         let (kind, flags) = match self.kind {
             Kind::Hello => (KIND_HELLO, 0),
             Kind::Ack => (KIND_ACK, 0),
-            Kind::Data => (KIND_DATA, self.flags & (FLAG_FIRST | FLAG_LAST)),
+            Kind::Data => {
+                let kind = match self.ack {
+                    None => KIND_DATA,
+                    Some(PiggyAck {
+                        lane: Lane::Control,
+                        ..
+                    }) => KIND_DATA_ACK_CONTROL,
+                    Some(PiggyAck {
+                        lane: Lane::Bulk, ..
+                    }) => KIND_DATA_ACK_BULK,
+                };
+                (kind, self.flags & (FLAG_FIRST | FLAG_LAST))
+            }
         };
         let lane = if self.lane == Lane::Bulk {
             FLAG_BULK
@@ -260,9 +336,10 @@ impl FrameHeader {
     /// Writes the header for `payload` into `out`, checksum included.
     ///
     /// `payload` may be given in pieces (a scatter-gather frame); their total
-    /// length must fit in 16 bits.
+    /// length, with a piggybacked ack's bytes, must fit in 16 bits.
     pub fn encode(&self, payload: &[&[u8]], out: &mut [u8; HEADER_LEN]) {
-        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let (ack, ack_len) = self.ack_bytes();
+        let len: usize = payload.iter().map(|p| p.len()).sum::<usize>() + ack_len;
         let len = u16::try_from(len).unwrap_or(u16::MAX);
         out[0] = WIRE_VERSION;
         out[1] = self.kind_byte();
@@ -275,6 +352,7 @@ impl FrameHeader {
         for p in payload {
             crc.update(p);
         }
+        crc.update(&ack[..ack_len]);
         out[12..16].copy_from_slice(&crc.finish().to_be_bytes());
     }
 
@@ -288,7 +366,8 @@ impl FrameHeader {
         out: &mut [u8; HEADER_LEN],
         trailer: &mut [u8; MAC_TRAILER_LEN],
     ) {
-        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let (ack, ack_len) = self.ack_bytes();
+        let len: usize = payload.iter().map(|p| p.len()).sum::<usize>() + ack_len;
         let len = u16::try_from(len).unwrap_or(u16::MAX);
         out[0] = WIRE_VERSION;
         out[1] = self.kind_byte() | FLAG_MAC;
@@ -296,7 +375,7 @@ impl FrameHeader {
         out[4..6].copy_from_slice(&self.dst.to_be_bytes());
         out[6..8].copy_from_slice(&len.to_be_bytes());
         out[8..12].copy_from_slice(&self.seq.to_be_bytes());
-        let tag = frame_tag(key, session, &out[..12], payload);
+        let tag = tag_of(key, session, &out[..12], payload, &ack[..ack_len]);
         out[12..16].copy_from_slice(&(tag as u32).to_be_bytes());
         trailer.copy_from_slice(&((tag >> 32) as u32).to_be_bytes());
     }
@@ -356,11 +435,25 @@ pub fn parse_frame(
     } else {
         Lane::Control
     };
-    let kind = match (kind_byte >> 4, flags) {
-        (KIND_HELLO, 0) => Kind::Hello,
-        (KIND_ACK, f) if f & !FLAG_BULK == 0 => Kind::Ack,
-        (KIND_DATA, _) => Kind::Data,
+    let (kind, acked_lane) = match (kind_byte >> 4, flags) {
+        (KIND_HELLO, 0) => (Kind::Hello, None),
+        (KIND_ACK, f) if f & !FLAG_BULK == 0 => (Kind::Ack, None),
+        (KIND_DATA, _) => (Kind::Data, None),
+        (KIND_DATA_ACK_CONTROL, _) => (Kind::Data, Some(Lane::Control)),
+        (KIND_DATA_ACK_BULK, _) => (Kind::Data, Some(Lane::Bulk)),
         _ => return Err(FrameError::BadKind),
+    };
+    let (payload, ack) = match acked_lane {
+        None => (payload, None),
+        Some(lane) => {
+            let at = payload
+                .len()
+                .checked_sub(PIGGY_ACK_LEN)
+                .ok_or(FrameError::Truncated)?;
+            let (data, a) = payload.split_at(at);
+            let next = u32::from_be_bytes([a[0], a[1], a[2], a[3]]);
+            (data, Some(PiggyAck { lane, next }))
+        }
     };
     let header = FrameHeader {
         kind,
@@ -369,6 +462,7 @@ pub fn parse_frame(
         src: u16::from_be_bytes([frame[2], frame[3]]),
         dst: u16::from_be_bytes([frame[4], frame[5]]),
         seq: u32::from_be_bytes([frame[8], frame[9], frame[10], frame[11]]),
+        ack,
     };
     Ok((header, payload, seal))
 }
@@ -439,6 +533,9 @@ pub enum Role {
     Cn,
 }
 
+/// Hello feature bit: the sender understands piggybacked acks.
+pub const FEATURE_PIGGY_ACK: u8 = 0x01;
+
 /// Most node ids a hello lists as reachable below its sender.
 pub const HELLO_MAX_BELOW: usize = 96;
 
@@ -455,6 +552,9 @@ pub struct Hello {
     pub role: Role,
     /// Hops from the sender to its pset's ION (0 for the ION, 0xff unknown).
     pub hops: u8,
+    /// What the sender's treenet understands (`FEATURE_*` bits; 0 from
+    /// nodes that predate them, which sent this byte as zero).
+    pub features: u8,
     /// Number of valid entries in `below`.
     pub n_below: u8,
     /// Nodes the sender relays for (its subtree).
@@ -481,7 +581,7 @@ impl Hello {
             Role::Cn => 2,
         };
         out[11] = self.hops;
-        out[12] = 0;
+        out[12] = self.features;
         out[13] = n as u8;
         for (i, id) in self.below[..n].iter().enumerate() {
             out[HELLO_FIXED + 2 * i..HELLO_FIXED + 2 * i + 2].copy_from_slice(&id.to_be_bytes());
@@ -513,6 +613,7 @@ impl Hello {
             pset: u16::from_be_bytes([p[8], p[9]]),
             role,
             hops: p[11],
+            features: p[12],
             n_below: p[13],
             below,
         })
