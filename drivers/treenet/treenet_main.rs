@@ -356,21 +356,15 @@ fn store_ack_delay(c: &Ctx, input: &[u8]) -> Result {
     Ok(())
 }
 
-fn show_piggyback_acks(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
-    writeln!(w, "{}", c.net.knobs.piggyback_acks.load(Relaxed))
-}
-
-/// 1: acks ride on data frames to neighbours that understand them; 0:
-/// every ack in a frame of its own (as before they existed, for
-/// comparison).
-fn store_piggyback_acks(c: &Ctx, input: &[u8]) -> Result {
-    let v = sysfs::parse_u64(input)?;
-    if v > 1 {
-        return Err(EINVAL);
-    }
-    c.net.knobs.piggyback_acks.store(v as u32, Relaxed);
-    Ok(())
-}
+// 1: acks ride on data frames to neighbours that understand them; 0: every
+// ack in a frame of its own (as before they existed, for comparison).
+knob!(
+    show_piggyback_acks,
+    store_piggyback_acks,
+    piggyback_acks,
+    0,
+    1
+);
 
 /// `on` or `off`: the key itself is never shown.
 fn show_auth_key(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
