@@ -14,6 +14,8 @@ Z=/sys/kernel/zoid
 N=${N:-2000}
 . "$(dirname "$0")/lib.sh"
 bench_addresses
+# PIGGYBACK=0: every treenet ack in a frame of its own (for comparison).
+echo "${PIGGYBACK:-1}" > $TN/piggyback_acks || die "cannot set piggyback_acks"
 snap() {
   {
     awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue"

@@ -263,7 +263,16 @@ void zk_thread_wait(struct zk_thread *t, long timeout)
 	set_current_state(TASK_INTERRUPTIBLE);
 	/* Both flags are taken: one pass does the work either asked for. */
 	if (!(atomic_xchg(&t->pending, 0) | atomic_xchg(&t->thread_pending, 0)) &&
-	    !kthread_should_stop())
+	    !kthread_should_stop()) {
 		schedule_timeout(timeout);
+		/*
+		 * The kicks that woke us are the coming pass's work: every
+		 * kicker changes what the pass looks at before it kicks, so
+		 * taking their flags now loses nothing and saves the empty
+		 * pass they would otherwise cause after this one.
+		 */
+		atomic_set(&t->pending, 0);
+		atomic_set(&t->thread_pending, 0);
+	}
 	__set_current_state(TASK_RUNNING);
 }
