@@ -47,9 +47,15 @@ if [ "$ZOID_ROLE" = cn ]; then
     # of a dup, would commit): its unsynced write dirties the inode, and
     # sync(2) commits it.  A close commits too.
     c0=$(counter $ZFS/stats commit)
+    # Wait for the write(2) to return (the writer has become `sleep`), not
+    # for its data on the ION: the writer notes the write as unsynced when
+    # its reply arrives, and a sync that came before had nothing to commit.
+    # (Nothing may close a copy of its stdout meanwhile: a marker written
+    # by the writer would.)
     (exec > $D/open-sync; echo data; exec sleep 600) &
     writer=$!
-    until grep -q data $D/open-sync; do sleep 0.1; done
+    until [ "$(cat /proc/$writer/comm 2>/dev/null)" = sleep ]; do sleep 0.1; done
+    grep -q data $D/open-sync || { echo "open-sync has no data ($mode)"; zdiag; exit 1; }
     [ "$(counter $ZFS/stats commit)" = "$c0" ] || { echo "a commit before sync ($mode)"; zdiag; exit 1; }
     sync
     [ "$(counter $ZFS/stats commit)" -ge $((c0 + 1)) ] || { echo "sync did not commit ($mode)"; zdiag; exit 1; }
