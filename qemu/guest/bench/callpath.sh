@@ -34,11 +34,7 @@ delta() {
   awk -v n=$N 'FNR==NR {a[$1]=$2; next} ($1 in a) {d=$2-a[$1]; if (d != 0) printf "  %-40s %8d  %.2f/op\n", $1, d, d/n}' /tmp/snap.$2 /tmp/snap.$3
 }
 if [ "$ZOID_ROLE" = ion ]; then
-  mkdir -p /tmp/export /tmp/fwd
-  chmod 1777 /tmp/export          # CN root is squashed to 65534
-  echo /tmp/export > $Z/export || die "cannot set the export"
-  "$BIN" server "$PORT" "$ION_IP" /tmp/fwd &
-  server=$!
+  start_forwarder
   barrier 1
   barrier 2; snap a; barrier 3; snap b; delta "ION: zoid null" a b
   barrier 4; snap a; barrier 5; snap b; delta "ION: treenet ping 32" a b

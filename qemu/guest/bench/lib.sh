@@ -55,6 +55,17 @@ bench_addresses() {
   fi
 }
 
+# start_forwarder (ION): zoid's export in /tmp/export (open to the CNs'
+# squashed root) and zoidbench's TCP forwarder serving /tmp/fwd on $PORT
+# in the background, its pid in $server.
+start_forwarder() {
+  mkdir -p /tmp/export /tmp/fwd
+  chmod 1777 /tmp/export          # CN root is squashed to 65534
+  echo /tmp/export > "$Z/export" || die "cannot set the export"
+  "$BIN" server "$PORT" "$ION_IP" /tmp/fwd &
+  server=$!
+}
+
 # barrier <tag>: wait until the ION and every CN got here (treenet only; the
 # TCP clients retry their connection until the server listens).
 barrier() {

@@ -24,11 +24,7 @@ NULL_COUNT=2000
 bench_addresses
 
 if [ "$ZOID_ROLE" = ion ]; then
-  mkdir -p /tmp/export /tmp/fwd
-  chmod 1777 /tmp/export          # CN root is squashed to 65534
-  echo /tmp/export > $Z/export || die "cannot set the export"
-  "$BIN" server "$PORT" "$ION_IP" /tmp/fwd &
-  server=$!
+  start_forwarder
   barrier 1                      # export and forwarder ready
   barrier 2                      # the CN is done
   wait "$server" || die "forwarder failed"
