@@ -333,20 +333,34 @@ impl FrameHeader {
         (kind << 4) | flags | lane
     }
 
+    /// Writes header bytes 0..12 for `payload` into `out` (`kind_flags`:
+    /// [`Self::kind_byte`], with [`FLAG_MAC`] for a sealed frame) and returns
+    /// the piggybacked ack's bytes that follow the payload, which the
+    /// checksum or tag must cover as well.
+    fn write_head(
+        &self,
+        kind_flags: u8,
+        payload: &[&[u8]],
+        out: &mut [u8; HEADER_LEN],
+    ) -> ([u8; PIGGY_ACK_LEN], usize) {
+        let (ack, ack_len) = self.ack_bytes();
+        let len: usize = payload.iter().map(|p| p.len()).sum::<usize>() + ack_len;
+        let len = u16::try_from(len).unwrap_or(u16::MAX);
+        out[0] = WIRE_VERSION;
+        out[1] = kind_flags;
+        out[2..4].copy_from_slice(&self.src.to_be_bytes());
+        out[4..6].copy_from_slice(&self.dst.to_be_bytes());
+        out[6..8].copy_from_slice(&len.to_be_bytes());
+        out[8..12].copy_from_slice(&self.seq.to_be_bytes());
+        (ack, ack_len)
+    }
+
     /// Writes the header for `payload` into `out`, checksum included.
     ///
     /// `payload` may be given in pieces (a scatter-gather frame); their total
     /// length, with a piggybacked ack's bytes, must fit in 16 bits.
     pub fn encode(&self, payload: &[&[u8]], out: &mut [u8; HEADER_LEN]) {
-        let (ack, ack_len) = self.ack_bytes();
-        let len: usize = payload.iter().map(|p| p.len()).sum::<usize>() + ack_len;
-        let len = u16::try_from(len).unwrap_or(u16::MAX);
-        out[0] = WIRE_VERSION;
-        out[1] = self.kind_byte();
-        out[2..4].copy_from_slice(&self.src.to_be_bytes());
-        out[4..6].copy_from_slice(&self.dst.to_be_bytes());
-        out[6..8].copy_from_slice(&len.to_be_bytes());
-        out[8..12].copy_from_slice(&self.seq.to_be_bytes());
+        let (ack, ack_len) = self.write_head(self.kind_byte(), payload, out);
         let mut crc = Crc32c::new();
         crc.update(&out[..12]);
         for p in payload {
@@ -366,15 +380,7 @@ impl FrameHeader {
         out: &mut [u8; HEADER_LEN],
         trailer: &mut [u8; MAC_TRAILER_LEN],
     ) {
-        let (ack, ack_len) = self.ack_bytes();
-        let len: usize = payload.iter().map(|p| p.len()).sum::<usize>() + ack_len;
-        let len = u16::try_from(len).unwrap_or(u16::MAX);
-        out[0] = WIRE_VERSION;
-        out[1] = self.kind_byte() | FLAG_MAC;
-        out[2..4].copy_from_slice(&self.src.to_be_bytes());
-        out[4..6].copy_from_slice(&self.dst.to_be_bytes());
-        out[6..8].copy_from_slice(&len.to_be_bytes());
-        out[8..12].copy_from_slice(&self.seq.to_be_bytes());
+        let (ack, ack_len) = self.write_head(self.kind_byte() | FLAG_MAC, payload, out);
         let tag = tag_of(key, session, &out[..12], payload, &ack[..ack_len]);
         out[12..16].copy_from_slice(&(tag as u32).to_be_bytes());
         trailer.copy_from_slice(&((tag >> 32) as u32).to_be_bytes());
