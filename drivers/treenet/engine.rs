@@ -10,6 +10,7 @@
 //! `zoid_proto::treenet`, transmits, and calls upper layers' receive
 //! callbacks with the lock dropped.
 
+use crate::zoid_kernel::fifo::Fifo;
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
 use crate::zoid_kernel::kthread::{stack_left, Kicker, ThreadBody, ThreadCtx, WakeCounts};
 use crate::zoid_kernel::msgbuf::MsgBuf;
@@ -241,7 +242,7 @@ impl OutMsg {
 struct TxLane {
     win: SendWindow,
     /// Messages started or waiting, in order; dropped once fully acked.
-    msgs: KVec<OutMsg>,
+    msgs: Fifo<OutMsg>,
 }
 
 struct RxLane {
@@ -258,6 +259,23 @@ struct RxLane {
     ack_now: bool,
     /// When the delayed ack of `unacked` frames is due (`u64::MAX`: none).
     ack_due_ns: u64,
+}
+
+impl RxLane {
+    /// Whether this lane owes its sender an ack (frames unacknowledged, or
+    /// one that must go now).
+    fn owes_ack(&self) -> bool {
+        self.unacked != 0 || self.ack_now
+    }
+
+    /// Takes the ack this lane owes: nothing is owed afterwards.  Returns
+    /// the cumulative ack to send (the next sequence number expected).
+    fn take_ack(&mut self) -> u32 {
+        self.unacked = 0;
+        self.ack_now = false;
+        self.ack_due_ns = u64::MAX;
+        self.win.next_seq()
+    }
 }
 
 struct Neighbor {
@@ -423,7 +441,7 @@ pub(crate) struct PeerInfo {
 fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> TxLane {
     TxLane {
         win: SendWindow::new(0, win, RtoEstimator::new(200_000, rto_min, rto_max)),
-        msgs: KVec::new(),
+        msgs: Fifo::new(),
     }
 }
 
@@ -1506,9 +1524,11 @@ impl Inner {
             n.rdv_wait.push(msg, GFP_KERNEL)?;
             self.request_next(k, ni)?;
         } else if frames > threshold.max(1) {
-            n.tx[Lane::Bulk.index()].msgs.push(msg, GFP_KERNEL)?;
+            n.tx[Lane::Bulk.index()].msgs.push_back(msg, GFP_KERNEL)?;
         } else {
-            n.tx[Lane::Control.index()].msgs.push(msg, GFP_KERNEL)?;
+            n.tx[Lane::Control.index()]
+                .msgs
+                .push_back(msg, GFP_KERNEL)?;
         }
         Ok(())
     }
@@ -1551,7 +1571,9 @@ impl Inner {
             sent: 0,
         };
         n.queued_bytes += msg.charge();
-        n.tx[Lane::Control.index()].msgs.push(msg, GFP_KERNEL)?;
+        n.tx[Lane::Control.index()]
+            .msgs
+            .push_back(msg, GFP_KERNEL)?;
         Ok(())
     }
 
@@ -1564,7 +1586,8 @@ impl Inner {
                 self.grants.complete(r.peer, r.id);
                 continue;
             };
-            match MsgBuf::new(r.len as usize, GFP_KERNEL) {
+            // Filled by reassembly (`consume`) before anyone reads it.
+            match MsgBuf::for_filling(r.len as usize, GFP_KERNEL) {
                 Ok(buf) => {
                     self.neighbors[ni].granted = Some((r.id, buf));
                     count(&s.grants_given);
@@ -1629,7 +1652,8 @@ impl Inner {
     }
 
     /// Builds a frame into the scratch buffer and puts it on the wire,
-    /// through fault injection.
+    /// through fault injection.  Returns whether the frame was built (false:
+    /// no memory, counted).
     #[allow(clippy::too_many_arguments)]
     fn emit(
         &mut self,
@@ -1641,10 +1665,14 @@ impl Inner {
         hdr: &FrameHeader,
         p1: &[u8],
         p2: &[u8],
-    ) {
+    ) -> bool {
         let sealing = Sealing::new(&self.auth, session);
-        if let Some(frame) = build_frame(s, sealing, hdr, p1, p2) {
-            self.put_on_wire(k, s, li, mac, frame);
+        match build_frame(s, sealing, hdr, p1, p2) {
+            Some(frame) => {
+                self.put_on_wire(k, s, li, mac, frame);
+                true
+            }
+            None => false,
         }
     }
 
@@ -1723,21 +1751,21 @@ impl Inner {
         else {
             return;
         };
-        let m = &l.msgs[mi];
+        let Some(m) = l.msgs.get(mi) else { return };
         let index = seq.wrapping_sub(m.first_seq) as usize;
         let Some(spec) = frame_spec(index, m.buf.len(), m.payload) else {
             return;
         };
         let first_len = if index == 0 { MSG_HEADER_LEN } else { 0 };
-        // An ack rides along if the frame has room for it.
+        // An ack rides along if the frame has room for it; it is taken from
+        // the lane that owes it only once the frame is on its way.
         let room = m.payload.saturating_sub(first_len + spec.len);
         let ack = if room >= PIGGY_ACK_LEN {
-            self.take_piggy_ack(k, s, ni, lane)
+            self.piggy_ack(k, ni, lane)
         } else {
             None
         };
         let n = &self.neighbors[ni];
-        let m = &n.tx[lane.index()].msgs[mi];
         let mut hdr = FrameHeader::data(self.node_id, n.node, lane, seq, spec.flags);
         if let Some(a) = ack {
             hdr = hdr.with_ack(a);
@@ -1770,6 +1798,9 @@ impl Inner {
                 if sent.is_err() || !ok {
                     count(&s.tx_errors);
                 }
+                if sent.is_ok() {
+                    self.took_piggy_ack(s, ni, ack);
+                }
                 return;
             }
         }
@@ -1781,7 +1812,9 @@ impl Inner {
             return;
         }
         let (li, mac) = (n.link, n.mac);
-        self.emit(k, s, li, mac, session, &hdr, first, &data);
+        if self.emit(k, s, li, mac, session, &hdr, first, &data) {
+            self.took_piggy_ack(s, ni, ack);
+        }
     }
 
     fn retransmit(&mut self, k: &Knobs, s: &Stats) {
@@ -1833,13 +1866,15 @@ impl Inner {
         self.rtx_at = next;
     }
 
-    /// The ack a data frame to neighbour `ni` on `lane` can carry, taken
-    /// from the pending acks (which then need no frame of their own): the
-    /// same lane's first, else the other's.  Only a lane with frames
+    /// The ack a data frame to neighbour `ni` on `lane` can carry, from the
+    /// pending acks (which then need no frame of their own): the same
+    /// lane's first, else the other's.  Only a lane with frames
     /// unacknowledged and none out of order (no selective bits) qualifies,
-    /// and only if the neighbour understands piggybacked acks.
-    fn take_piggy_ack(&mut self, k: &Knobs, s: &Stats, ni: usize, lane: Lane) -> Option<PiggyAck> {
-        let n = &mut *self.neighbors[ni];
+    /// and only if the neighbour understands piggybacked acks.  The ack
+    /// stays owed until [`Inner::took_piggy_ack`] (a frame that is never
+    /// built loses no ack).
+    fn piggy_ack(&self, k: &Knobs, ni: usize, lane: Lane) -> Option<PiggyAck> {
+        let n = &self.neighbors[ni];
         if !n.takes_piggy_acks || k.piggyback_acks.load(Relaxed) == 0 {
             return None;
         }
@@ -1848,44 +1883,43 @@ impl Inner {
         } else {
             Lane::Control
         };
-        for l in [lane, other] {
-            let r = &mut n.rx[l.index()];
-            if (r.unacked == 0 && !r.ack_now) || r.win.sack() != 0 {
-                continue;
-            }
-            r.unacked = 0;
-            r.ack_now = false;
-            r.ack_due_ns = u64::MAX;
-            count(&s.acks_piggybacked);
-            return Some(PiggyAck {
+        [lane, other].into_iter().find_map(|l| {
+            let r = &n.rx[l.index()];
+            (r.owes_ack() && r.win.sack() == 0).then(|| PiggyAck {
                 lane: l,
                 next: r.win.next_seq(),
-            });
+            })
+        })
+    }
+
+    /// A data frame carrying `ack` ([`Inner::piggy_ack`]) went out: its
+    /// lane no longer owes that ack.
+    fn took_piggy_ack(&mut self, s: &Stats, ni: usize, ack: Option<PiggyAck>) {
+        if let Some(a) = ack {
+            self.neighbors[ni].rx[a.lane.index()].take_ack();
+            count(&s.acks_piggybacked);
         }
-        None
     }
 
     /// Sends the acks that are due: every lane with a frame out of order or
     /// a duplicate, with [`ACK_EVERY`] frames unacknowledged, or whose
     /// delayed ack is due at `now` (`ack_delay_us`: an ack waits that long
     /// for more frames to cover, or for a data frame to ride on
-    /// ([`Inner::take_piggy_ack`]), so a request/response exchange costs
+    /// ([`Inner::piggy_ack`]), so a request/response exchange costs
     /// two frames, not four).
     fn send_acks(&mut self, s: &Stats, now: u64) {
         for ni in 0..self.neighbors.len() {
             for lane in Lane::ALL {
                 let n = &mut *self.neighbors[ni];
                 let r = &mut n.rx[lane.index()];
-                if r.unacked == 0 && !r.ack_now {
+                if !r.owes_ack() {
                     continue;
                 }
                 if !r.ack_now && r.unacked < ACK_EVERY && now < r.ack_due_ns {
                     continue;
                 }
-                r.unacked = 0;
-                r.ack_now = false;
-                r.ack_due_ns = u64::MAX;
-                let hdr = FrameHeader::ack(self.node_id, n.node, lane, r.win.next_seq());
+                let next = r.take_ack();
+                let hdr = FrameHeader::ack(self.node_id, n.node, lane, next);
                 let p = wire::encode_ack(r.win.sack());
                 let (li, mac) = (n.link, n.mac);
                 let session = self.session_to(ni);
@@ -2268,14 +2302,14 @@ impl Inner {
         // Drop fully acknowledged messages from the front.
         let base = l.win.base();
         let mut freed = 0usize;
-        while let Some(m) = l.msgs.first() {
+        while let Some(m) = l.msgs.front() {
             let done =
                 m.sent == m.frames && (base.wrapping_sub(m.first_seq) as i32) >= m.frames as i32;
             if !done {
                 break;
             }
             freed += m.charge();
-            let _ = l.msgs.remove(0);
+            let _ = l.msgs.pop_front();
         }
         let n = &mut self.neighbors[ni];
         n.queued_bytes = n.queued_bytes.saturating_sub(freed);
@@ -2369,7 +2403,9 @@ impl Inner {
             };
             let buf = match granted {
                 Some(b) => b,
-                None => match MsgBuf::new(h.len as usize, GFP_KERNEL) {
+                // Every byte is written below before the message is
+                // complete: the reassembler's steps cover it without a gap.
+                None => match MsgBuf::for_filling(h.len as usize, GFP_KERNEL) {
                     Ok(b) => b,
                     Err(_) => {
                         count(&s.drop_nomem);
@@ -2499,7 +2535,11 @@ impl Inner {
                 n.rts_out = n.rts_out.saturating_sub(1);
                 n.acks_seen = n.acks_seen.wrapping_add(1);
                 if b[0] == CTL_CTS {
-                    if n.tx[Lane::Bulk.index()].msgs.push(m, GFP_KERNEL).is_err() {
+                    if n.tx[Lane::Bulk.index()]
+                        .msgs
+                        .push_back(m, GFP_KERNEL)
+                        .is_err()
+                    {
                         count(&s.drop_nomem);
                     }
                 } else {

@@ -522,6 +522,7 @@ pub extern "C" fn treenet_abi_version() -> u64 {
 /// (ppc32 is big-endian): once, in the module at the bottom of the stack.
 #[kunit_tests(zoid_kernel)]
 mod zoid_kernel_tests {
+    use super::zoid_kernel::fifo::Fifo;
     use super::zoid_kernel::sysfs::{parse_u64, SysfsWriter};
     use super::zoid_proto::{crc32c, version::Version};
     use core::fmt::Write;
@@ -547,6 +548,43 @@ mod zoid_kernel_tests {
         assert_eq!(parse_u64(b"-1"), Err(EINVAL));
         assert_eq!(parse_u64(b""), Err(EINVAL));
         assert_eq!(parse_u64(b"\xff"), Err(EINVAL));
+    }
+
+    #[test]
+    fn fifo_keeps_order_across_refills() -> Result {
+        let mut q = Fifo::new();
+        assert!(q.is_empty() && q.front().is_none() && q.pop_front().is_none());
+        for i in 0..5u32 {
+            q.push_back(i, GFP_KERNEL)?;
+        }
+        assert_eq!(q.pop_front(), Some(0));
+        // 1..=4 now sit reversed in `front`; 5 and 6 go to `back`.
+        q.push_back(5, GFP_KERNEL)?;
+        q.push_back(6, GFP_KERNEL)?;
+        assert_eq!(q.len(), 6);
+        assert_eq!(q.front(), Some(&1));
+        assert_eq!(
+            (q.get(0), q.get(3), q.get(4), q.get(5)),
+            (Some(&1), Some(&4), Some(&5), Some(&6))
+        );
+        assert_eq!(q.get(6), None);
+        let mut sum = 0;
+        for (i, v) in q.iter().enumerate() {
+            assert_eq!(*v, i as u32 + 1);
+            sum += *v;
+        }
+        assert_eq!(sum, 21);
+        for v in q.iter_mut() {
+            *v *= 10;
+        }
+        for want in [10, 20, 30, 40, 50, 60] {
+            assert_eq!(q.pop_front(), Some(want));
+        }
+        assert!(q.is_empty());
+        q.push_back(7, GFP_KERNEL)?;
+        q.clear();
+        assert_eq!(q.len(), 0);
+        Ok(())
     }
 
     #[test]

@@ -23,6 +23,7 @@
 pub(crate) mod abort;
 pub(crate) mod coherence;
 pub(crate) mod cred;
+pub(crate) mod fifo;
 pub(crate) mod hooks;
 pub(crate) mod kthread;
 pub(crate) mod msgbuf;
