@@ -26,6 +26,8 @@
 #                                    role), 2 VMs; RATIO lines (> 1: zoid better)
 #   make bench-callpath              frames, interrupts and thread switches per round
 #                                    trip (zoid null call, treenet ping, TCP), 2 VMs
+#   make bench-profile               CPU profile of both VMs (tools/kprof) while treenet
+#                                    and TCP stream and ping: where the time goes
 #   make bench                       zoidfs vs NFSv4.2 vs v9fs in one 2-VM pset: table,
 #                                    bench/results/*.json, RATIO lines (> 1: zoidfs better)
 #   make bench-hooks                 ssi hook points off vs compiled out on a hot zoidfs
@@ -40,7 +42,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-callpath bench-hooks
+.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-callpath bench-profile bench-hooks
 
 run:
 	@scripts/run.sh
@@ -71,6 +73,9 @@ bench-zoid:
 
 bench-callpath:
 	@scripts/bench-callpath.sh
+
+bench-profile:
+	@scripts/bench-profile.sh
 
 bench-hooks:
 	@scripts/bench-hooks.sh

@@ -1,0 +1,73 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# bench-profile, the in-guest half (scripts/bench-profile.sh runs it on both
+# nodes of a 1 ION + 1 CN pset): where the CPU time goes, on both nodes,
+# while the CN drives one workload at a time against the ION.  kprof samples
+# every CPU of the node (the kernel's cpu-clock event, modules named from
+# /proc/kallsyms) for the length of one workload.
+#
+# WORKLOADS (default: all of them), each name:
+#   tcp_4k, tcp_1m         tcpbench streams 4 KiB / 1 MiB writes to the ION
+#   treenet_4k, treenet_1m treenet's self-test sink, the same sizes
+#   tcp_rtt, treenet_rtt   32-byte round trips
+# The output, per workload and node, between "== <workload> <node>" and
+# "== end": kprof's PROF lines (docs/treenet.md "Where the time goes"), and
+# on the CN the workload's result.
+BIN=${TCPBENCH:-/zoid/bench/tcpbench}
+KPROF=${KPROF:-/zoid/bench/kprof}
+PORT=5201
+WORKLOADS=${WORKLOADS:-"tcp_4k treenet_4k tcp_1m treenet_1m tcp_rtt treenet_rtt"}
+TOP=${TOP:-40}
+. "$(dirname "$0")/lib.sh"
+[ -x "$BIN" ] || die "no tcpbench at $BIN"
+[ -x "$KPROF" ] || die "no kprof at $KPROF"
+[ -n "$HAVE_TN" ] || die "no $TN/selftest"
+bench_addresses
+
+# run <workload>: the CN's side of one workload, its result on stdout.
+run() {
+  case "$1" in
+    tcp_4k) "$BIN" tput "$ION_IP" "$PORT" 4096 8192 ;;
+    tcp_1m) "$BIN" tput "$ION_IP" "$PORT" 1048576 48 ;;
+    tcp_rtt) "$BIN" ping "$ION_IP" "$PORT" 32 2000 ;;
+    treenet_4k) echo "sink 0 4096 8192" > "$TN/selftest" && cat "$TN/selftest" ;;
+    treenet_1m) echo "sink 0 1048576 48" > "$TN/selftest" && cat "$TN/selftest" ;;
+    treenet_rtt) echo "ping 0 32 2000" > "$TN/selftest" && cat "$TN/selftest" ;;
+    *) echo "unknown workload $1"; return 1 ;;
+  esac
+}
+
+if [ "$ZOID_ROLE" = ion ]; then
+  "$BIN" server "$PORT" "$ION_IP" &
+  server=$!
+fi
+barrier 1
+if [ "$ZOID_ROLE" = cn ]; then
+  # Warm-ups: ARP, the TCP server's start, treenet's first round trip.
+  "$BIN" ping "$ION_IP" "$PORT" 32 20 > /dev/null || fail tcp_warmup
+  echo "ping 0 32 20" > "$TN/selftest" || fail treenet_warmup
+fi
+i=0
+for w in $WORKLOADS; do
+  i=$((i + 1))
+  "$KPROF" -n "$TOP" -o "/tmp/prof.$w" 3600 &
+  kp=$!
+  barrier "2$i"            # both nodes sample
+  result=
+  if [ "$ZOID_ROLE" = cn ]; then
+    result=$(run "$w" 2>&1) || fail "$w" "$result"
+  fi
+  barrier "3$i"            # the workload is over
+  kill -INT "$kp"
+  wait "$kp" || fail "kprof_$w" "kprof failed"
+  echo "== $w $ZOID_ROLE"
+  [ -n "$result" ] && echo "result: $result"
+  cat "/tmp/prof.$w"
+  echo "== end"
+done
+if [ "$ZOID_ROLE" = cn ]; then
+  "$BIN" quit "$ION_IP" "$PORT" || fail tcp_quit "cannot stop the server"
+else
+  wait "$server" || die "tcpbench server failed"
+fi
+exit "$failed"
