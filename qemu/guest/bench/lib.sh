@@ -9,6 +9,7 @@
 # CN, ION_IP and CN_IP are the two ends of its own link; on the ION, those
 # of CN 1's.
 TN=${TREENET_SYSFS:-/sys/kernel/treenet}   # overridable to test the scripts
+Z=/sys/kernel/zoid
 REPEAT=${REPEAT:-3}    # each measurement is the median of this many runs (TCG is noisy)
 _link=1
 [ "$ZOID_ROLE" = cn ] && _link=${ZOID_NODE_ID:-1}
@@ -117,3 +118,27 @@ median() { echo "$@" | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v
 
 # report <name> <values...>: the runs on a "bench:" line, then their median.
 report() { n=$1; shift; say "$n runs: $*"; echo "BENCH $n $(median "$@")"; }
+
+# snap <name>: a snapshot of this node's treenet and zoid counters, the
+# context switches of treenet/zoid/softirq/bench threads and the virtio
+# interrupts, in /tmp/snap.<name> (for delta).
+snap() {
+  {
+    awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue"
+    awk '{print "zoid."$1, $2}' $Z/stats 2>/dev/null | grep -E "calls_|direct|inline"
+    for p in /proc/[0-9]*; do
+      c=$(cat $p/comm 2>/dev/null) || continue
+      case "$c" in treenet*|zoid*|ksoftirqd*|zoidbench|tcpbench|kworker*) ;; *) continue;; esac
+      v=$(awk '/^voluntary_ctxt_switches/{v=$2} /^nonvoluntary_ctxt_switches/{n=$2} END{print v+n}' $p/status)
+      echo "cs.$c.${p#/proc/} $v"
+    done
+    awk '/virtio/ {s=0; for(i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print "irq."$NF, s}' /proc/interrupts
+  } | sort > /tmp/snap.$1
+}
+
+# delta <title> <a> <b> <n>: what changed from snapshot a to b, in all and
+# per operation (n operations).
+delta() {
+  echo "== $1 (per op, N=$4)"
+  awk -v n="$4" 'FNR==NR {a[$1]=$2; next} ($1 in a) {d=$2-a[$1]; if (d != 0) printf "  %-40s %8d  %.2f/op\n", $1, d, d/n}' /tmp/snap.$2 /tmp/snap.$3
+}

@@ -11,8 +11,10 @@
 #   treenet_4k, treenet_1m treenet's self-test sink, the same sizes
 #   tcp_rtt, treenet_rtt   32-byte round trips
 # The output, per workload and node, between "== <workload> <node>" and
-# "== end": kprof's PROF lines (docs/treenet.md "Where the time goes"), and
-# on the CN the workload's result.
+# "== end": on the CN the workload's result, kprof's PROF lines
+# (docs/treenet.md "Where the time goes"), then what the node's counters
+# did (lib.sh's snap and delta: frames, acks, engine passes, thread
+# switches, virtio interrupts; in all and per message or round trip).
 BIN=${TCPBENCH:-/zoid/bench/tcpbench}
 KPROF=${KPROF:-/zoid/bench/kprof}
 PORT=5201
@@ -24,15 +26,25 @@ TOP=${TOP:-40}
 [ -n "$HAVE_TN" ] || die "no $TN/selftest"
 bench_addresses
 
+# ops <workload>: how many messages or round trips it runs.
+ops() {
+  case "$1" in
+    *_4k) echo 8192 ;;
+    *_1m) echo 48 ;;
+    *_rtt) echo 2000 ;;
+  esac
+}
+
 # run <workload>: the CN's side of one workload, its result on stdout.
 run() {
+  n=$(ops "$1")
   case "$1" in
-    tcp_4k) "$BIN" tput "$ION_IP" "$PORT" 4096 8192 ;;
-    tcp_1m) "$BIN" tput "$ION_IP" "$PORT" 1048576 48 ;;
-    tcp_rtt) "$BIN" ping "$ION_IP" "$PORT" 32 2000 ;;
-    treenet_4k) echo "sink 0 4096 8192" > "$TN/selftest" && cat "$TN/selftest" ;;
-    treenet_1m) echo "sink 0 1048576 48" > "$TN/selftest" && cat "$TN/selftest" ;;
-    treenet_rtt) echo "ping 0 32 2000" > "$TN/selftest" && cat "$TN/selftest" ;;
+    tcp_4k) "$BIN" tput "$ION_IP" "$PORT" 4096 "$n" ;;
+    tcp_1m) "$BIN" tput "$ION_IP" "$PORT" 1048576 "$n" ;;
+    tcp_rtt) "$BIN" ping "$ION_IP" "$PORT" 32 "$n" ;;
+    treenet_4k) echo "sink 0 4096 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
+    treenet_1m) echo "sink 0 1048576 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
+    treenet_rtt) echo "ping 0 32 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
     *) echo "unknown workload $1"; return 1 ;;
   esac
 }
@@ -50,6 +62,7 @@ fi
 i=0
 for w in $WORKLOADS; do
   i=$((i + 1))
+  snap a
   "$KPROF" -n "$TOP" -o "/tmp/prof.$w" 3600 &
   kp=$!
   barrier "2$i"            # both nodes sample
@@ -60,9 +73,11 @@ for w in $WORKLOADS; do
   barrier "3$i"            # the workload is over
   kill -INT "$kp"
   wait "$kp" || fail "kprof_$w" "kprof failed"
+  snap b
   echo "== $w $ZOID_ROLE"
   [ -n "$result" ] && echo "result: $result"
   cat "/tmp/prof.$w"
+  delta "$w $ZOID_ROLE counters" a b "$(ops "$w")"
   echo "== end"
 done
 if [ "$ZOID_ROLE" = cn ]; then
