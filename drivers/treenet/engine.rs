@@ -63,8 +63,17 @@ const TX_BUDGET: usize = 128;
 /// emulation does) held them past the senders' retransmission timeouts,
 /// and the retransmissions it drew made every later pass longer still.
 const PASS_TIME_NS: u64 = 2_000_000;
-/// Frames after which an ack goes without waiting for `ack_delay_us`.
-const ACK_EVERY: u32 = 2;
+/// Frames after which an ack goes without waiting for `ack_delay_us`: a
+/// quarter of this node's window, from 2 to 16 frames (16 with the default
+/// window of 128).  An ack for every 2 frames, as before 2026-11-29, put 47
+/// ack frames on the wire per MiB of a stream and made a 1 MiB stream 1.4
+/// times slower under TCG (docs/treenet.md, "Where the time goes"); a
+/// quarter of the window keeps a sender whose window is as large as ours
+/// from waiting for acks.  A frame out of order or a duplicate is acked at
+/// once whatever this says.
+fn ack_every(k: &Knobs) -> u32 {
+    (k.window.load(Relaxed) / 4).clamp(2, 16)
+}
 /// Initial grant queue capacity; it grows to hold
 /// [`MAX_WAITING_PER_PEER`] requests per neighbour.
 const GRANT_QUEUE_MIN: usize = 16;
@@ -1333,7 +1342,7 @@ impl Treenet {
         // critical path.
         let now = now_ns();
         let mut g = self.inner.lock();
-        g.send_acks(s, now);
+        g.send_acks(s, now, ack_every(k));
         // Events queued while this pass delivered (a looped-back reply).
         let more = more_work || !g.events.is_empty();
         // The next deadline (a hello or dead-neighbour scan, a
@@ -1371,7 +1380,7 @@ impl Treenet {
     /// (see [`Inner::next_deadline`]).  Called under the lock by whatever
     /// changed the deadlines last: a pass, a send.
     fn rearm(&self, g: &mut Inner) {
-        let at = g.next_deadline();
+        let at = g.next_deadline(ack_every(&self.knobs));
         if at != g.timer_at {
             g.timer_at = at;
             self.kicker.wake_at(at);
@@ -1385,14 +1394,14 @@ impl Inner {
     /// delayed ack (0 for an ack due at once).  A deadline may be early (a
     /// retransmission scan after the frames were acked): the thread wakes
     /// and finds nothing to do; it is never late.
-    fn next_deadline(&self) -> u64 {
+    fn next_deadline(&self, ack_every: u32) -> u64 {
         if self.rtx_now {
             return 0;
         }
         let mut at = self.periodic_at.min(self.rtx_at);
         for n in self.neighbors.iter() {
             for r in n.rx.iter() {
-                if r.ack_now || r.unacked >= ACK_EVERY {
+                if r.ack_now || r.unacked >= ack_every {
                     return 0;
                 }
                 if r.unacked > 0 {
@@ -1902,12 +1911,12 @@ impl Inner {
     }
 
     /// Sends the acks that are due: every lane with a frame out of order or
-    /// a duplicate, with [`ACK_EVERY`] frames unacknowledged, or whose
+    /// a duplicate, with `ack_every` ([`ack_every`]) frames unacknowledged, or whose
     /// delayed ack is due at `now` (`ack_delay_us`: an ack waits that long
     /// for more frames to cover, or for a data frame to ride on
     /// ([`Inner::piggy_ack`]), so a request/response exchange costs
     /// two frames, not four).
-    fn send_acks(&mut self, s: &Stats, now: u64) {
+    fn send_acks(&mut self, s: &Stats, now: u64, ack_every: u32) {
         for ni in 0..self.neighbors.len() {
             for lane in Lane::ALL {
                 let n = &mut *self.neighbors[ni];
@@ -1915,7 +1924,7 @@ impl Inner {
                 if !r.owes_ack() {
                     continue;
                 }
-                if !r.ack_now && r.unacked < ACK_EVERY && now < r.ack_due_ns {
+                if !r.ack_now && r.unacked < ack_every && now < r.ack_due_ns {
                     continue;
                 }
                 let next = r.take_ack();
