@@ -56,7 +56,6 @@ ZOPTS=${BENCH_ZOIDFS_OPTS:-}
 # Scaling across CNs: how many CNs at once.
 CN_STEPS=${BENCH_CN_STEPS:-"1 2 4"}
 EXPORT_FS=${BENCH_EXPORT:-tmpfs}
-Z=/sys/kernel/zoid
 BENCH_ANY_CNS=1
 . "$(dirname "$0")/lib.sh"
 [ -x "$FSB" ] || die "no fsbench at $FSB"

@@ -13,7 +13,6 @@
 FSB=${FSBENCH:-/zoid/bench/fsbench}
 OPS=${BENCH_OPS:-20000}
 PHASES=${BENCH_PHASES:-off on}
-Z=/sys/kernel/zoid
 S=/sys/kernel/ssi
 M=/mnt/bench-hooks
 . "$(dirname "$0")/lib.sh"

@@ -9,7 +9,7 @@
 # CN, ION_IP and CN_IP are the two ends of its own link; on the ION, those
 # of CN 1's.
 TN=${TREENET_SYSFS:-/sys/kernel/treenet}   # overridable to test the scripts
-Z=/sys/kernel/zoid
+Z=/sys/kernel/zoid                         # zoid's sysfs, for every bench script
 REPEAT=${REPEAT:-3}    # each measurement is the median of this many runs (TCG is noisy)
 _link=1
 [ "$ZOID_ROLE" = cn ] && _link=${ZOID_NODE_ID:-1}

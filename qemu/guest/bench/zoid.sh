@@ -14,7 +14,6 @@
 # where <fwd> is zoid or tcp and <size> 4k 64k 256k 1m 4m.
 BIN=${ZOIDBENCH:-/zoid/bench/zoidbench}
 PORT=5202
-Z=/sys/kernel/zoid
 # name:size:count -- 8 MiB for 4k, 32 MiB for the others.
 SIZES="4k:4096:2048 64k:65536:512 256k:262144:128 1m:1048576:32 4m:4194304:8"
 NULL_COUNT=2000
