@@ -277,6 +277,21 @@ impl RxLane {
         self.unacked != 0 || self.ack_now
     }
 
+    /// When this lane's ack is due (ns): 0 for at once (a frame out of
+    /// order or a duplicate, or `ack_every` ([`ack_every`]) frames
+    /// unacknowledged), its delayed-ack deadline otherwise, `u64::MAX`
+    /// when it owes none.  [`Inner::next_deadline`] plans the engine's
+    /// wake-up with it and [`Inner::send_acks`] sends what it says is due.
+    fn ack_due(&self, ack_every: u32) -> u64 {
+        if self.ack_now || self.unacked >= ack_every {
+            0
+        } else if self.unacked > 0 {
+            self.ack_due_ns
+        } else {
+            u64::MAX
+        }
+    }
+
     /// Takes the ack this lane owes: nothing is owed afterwards.  Returns
     /// the cumulative ack to send (the next sequence number expected).
     fn take_ack(&mut self) -> u32 {
@@ -1401,11 +1416,9 @@ impl Inner {
         let mut at = self.periodic_at.min(self.rtx_at);
         for n in self.neighbors.iter() {
             for r in n.rx.iter() {
-                if r.ack_now || r.unacked >= ack_every {
+                at = at.min(r.ack_due(ack_every));
+                if at == 0 {
                     return 0;
-                }
-                if r.unacked > 0 {
-                    at = at.min(r.ack_due_ns);
                 }
             }
         }
@@ -1921,10 +1934,7 @@ impl Inner {
             for lane in Lane::ALL {
                 let n = &mut *self.neighbors[ni];
                 let r = &mut n.rx[lane.index()];
-                if !r.owes_ack() {
-                    continue;
-                }
-                if !r.ack_now && r.unacked < ack_every && now < r.ack_due_ns {
+                if now < r.ack_due(ack_every) {
                     continue;
                 }
                 let next = r.take_ack();
