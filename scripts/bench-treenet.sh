@@ -43,8 +43,8 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
   }
   END {
     ns = split("4k 64k 256k 1m 4m", S, " ")
-    nt = split("tcp treenet treenet240 treenet_auth treenet240_auth", T, " ")
-    printf "%-16s %12s %12s %12s %12s %16s\n", "test", T[1], T[2], T[3], T[4], T[5]
+    nt = split("tcp treenet treenet240 treenet_auth treenet240_auth treenet_crc", T, " ")
+    printf "%-16s %12s %12s %12s %12s %16s %12s\n", "test", T[1], T[2], T[3], T[4], T[5], T[6]
     for (i = 1; i <= ns; i++) {
       printf "%-16s", "tput " S[i] " Mbit/s"
       for (j = 1; j <= nt; j++) {
@@ -65,7 +65,9 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
         ratio(T[j] "_vs_tcp_tput_" S[i], T[j] "_tput_" S[i] "_mbps", "tcp_tput_" S[i] "_mbps")
     ratio("treenet_eager_vs_tcp_tput_1m", "treenet_eager_tput_1m_mbps", "tcp_tput_1m_mbps")
     # What authenticated frames cost: with a key / without (1 = free).
+    # What XXH64 checksums gain: XXH64 / CRC-32C (> 1: XXH64 faster).
     for (i = 1; i <= ns; i++) {
+      ratio("treenet_xxh64_vs_crc_tput_" S[i], "treenet_tput_" S[i] "_mbps", "treenet_crc_tput_" S[i] "_mbps")
       ratio("treenet_auth_vs_plain_tput_" S[i], "treenet_auth_tput_" S[i] "_mbps", "treenet_tput_" S[i] "_mbps")
       ratio("treenet240_auth_vs_plain_tput_" S[i], "treenet240_auth_tput_" S[i] "_mbps", "treenet240_tput_" S[i] "_mbps")
     }

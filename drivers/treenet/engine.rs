@@ -24,9 +24,9 @@ use crate::zoid_proto::treenet::grant::{
     GrantError, GrantQueue, Request, Waiting, MAX_SLOTS, MAX_WAITING_PER_PEER,
 };
 use crate::zoid_proto::treenet::wire::{
-    self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, PiggyAck, Role, Seal, Session,
-    BROADCAST, FEATURE_PIGGY_ACK, HEADER_LEN, HELLO_MAX_BELOW, MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD,
-    MSG_HEADER_LEN, PIGGY_ACK_LEN,
+    self, Checksum, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, PiggyAck, Role, Seal,
+    Session, BROADCAST, FEATURE_PIGGY_ACK, FEATURE_XXH64, HEADER_LEN, HELLO_MAX_BELOW,
+    MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN, PIGGY_ACK_LEN, WIRE_VERSION_XXH64,
 };
 use kernel::prelude::*;
 use kernel::sync::{
@@ -104,6 +104,9 @@ pub(crate) struct Knobs {
     /// Whether acks ride on data frames to neighbours that understand them
     /// (1) or always go in frames of their own (0).
     pub(crate) piggyback_acks: Atomic<u32>,
+    /// Whether frames to neighbours that accept it carry the XXH64
+    /// checksum of wire version 2 (1) or always CRC-32C (0).
+    pub(crate) fast_checksum: Atomic<u32>,
     /// Upper RTO bound (ms).
     pub(crate) rto_max_ms: Atomic<u32>,
     /// Silence after which a neighbour is down (ms).
@@ -134,6 +137,7 @@ impl Knobs {
             rto_min_ms: Atomic::new(20),
             ack_delay_us: Atomic::new(2000),
             piggyback_acks: Atomic::new(1),
+            fast_checksum: Atomic::new(1),
             rto_max_ms: Atomic::new(2000),
             peer_timeout_ms: Atomic::new(5000),
             max_msg_size: Atomic::new((4 << 20) + 1024),
@@ -168,6 +172,7 @@ counters! {
         acks_sent: "Ack frames sent.",
         acks_piggybacked: "Acks sent in data frames (no frame of their own).",
         acks_piggy_received: "Acks received in data frames.",
+        frames_xxh64_received: "Frames received and accepted that carried an XXH64 checksum (wire version 2; the rest carried CRC-32C or a tag).",
         kicks_saved: "Sends that did not need to wake the engine thread.",
         drives: "Waits in which the waiting task did the engine's work (see drive_until).",
         drive_passes: "Engine passes run by waiting tasks instead of the engine thread.",
@@ -329,6 +334,8 @@ struct Neighbor {
     acks_seen: u64,
     /// Its hello says it understands acks in data frames.
     takes_piggy_acks: bool,
+    /// Its hello says it accepts XXH64-checksummed frames (wire version 2).
+    takes_xxh64: bool,
 }
 
 impl Neighbor {
@@ -512,27 +519,29 @@ fn lane_rx(win: usize) -> Result<RxLane> {
     })
 }
 
-/// How an outgoing frame is sealed: a checksum, or a tag under the pset's
-/// key for one session.
+/// How an outgoing frame is sealed: a checksum (CRC-32C, or XXH64 for a
+/// neighbour that accepts it), or a tag under the pset's key for one
+/// session.  See [`Inner::sealing_to`].
 #[derive(Clone, Copy)]
-enum Sealing<'a> {
-    Checksum,
-    Tag(&'a SipKey, Session),
+enum Sealing {
+    Checksum(Checksum),
+    Tag(SipKey, Session),
 }
 
-impl<'a> Sealing<'a> {
-    /// Sealing for a frame of `session` under `auth`.
-    fn new(auth: &'a Option<SipKey>, session: Session) -> Self {
+impl Sealing {
+    /// Sealing for a hello (no session, no neighbour known: CRC-32C) under
+    /// `auth`.
+    fn hello(auth: &Option<SipKey>) -> Self {
         match auth {
-            Some(key) => Sealing::Tag(key, session),
-            None => Sealing::Checksum,
+            Some(key) => Sealing::Tag(*key, Session::NONE),
+            None => Sealing::Checksum(Checksum::Crc32c),
         }
     }
 
     /// Bytes after the payload.
     fn trailer_len(&self) -> usize {
         match self {
-            Sealing::Checksum => 0,
+            Sealing::Checksum(_) => 0,
             Sealing::Tag(..) => MAC_TRAILER_LEN,
         }
     }
@@ -541,7 +550,7 @@ impl<'a> Sealing<'a> {
     /// into `t`, which is `trailer_len()` bytes long.
     fn seal(&self, hdr: &FrameHeader, payload: &[&[u8]], h: &mut [u8; HEADER_LEN], t: &mut [u8]) {
         match self {
-            Sealing::Checksum => hdr.encode(payload, h),
+            Sealing::Checksum(sum) => hdr.encode_with(*sum, payload, h),
             Sealing::Tag(key, session) => {
                 let mut trailer = [0u8; MAC_TRAILER_LEN];
                 hdr.encode_sealed(payload, key, *session, h, &mut trailer);
@@ -557,7 +566,7 @@ impl<'a> Sealing<'a> {
 /// (counted) when out of memory.
 fn build_frame(
     s: &Stats,
-    sealing: Sealing<'_>,
+    sealing: Sealing,
     hdr: &FrameHeader,
     p1: &[u8],
     p2: &[u8],
@@ -1357,7 +1366,7 @@ impl Treenet {
         // critical path.
         let now = now_ns();
         let mut g = self.inner.lock();
-        g.send_acks(s, now, ack_every(k));
+        g.send_acks(k, s, now);
         // Events queued while this pass delivered (a looped-back reply).
         let more = more_work || !g.events.is_empty();
         // The next deadline (a hello or dead-neighbour scan, a
@@ -1661,14 +1670,15 @@ impl Inner {
                 pset: self.pset,
                 role: self.role,
                 hops,
-                features: FEATURE_PIGGY_ACK,
+                features: FEATURE_PIGGY_ACK | FEATURE_XXH64,
                 n_below: n_below as u8,
                 below,
             };
             let mut p = [0u8; 256];
             let len = h.encode(&mut p);
             let hdr = FrameHeader::hello(self.node_id);
-            self.emit(k, s, li, BROADCAST_MAC, Session::NONE, &hdr, &p[..len], &[]);
+            let sealing = Sealing::hello(&self.auth);
+            self.emit(k, s, li, BROADCAST_MAC, sealing, &hdr, &p[..len], &[]);
             count(&s.hellos_sent);
         }
     }
@@ -1683,12 +1693,11 @@ impl Inner {
         s: &Stats,
         li: usize,
         mac: Mac,
-        session: Session,
+        sealing: Sealing,
         hdr: &FrameHeader,
         p1: &[u8],
         p2: &[u8],
     ) -> bool {
-        let sealing = Sealing::new(&self.auth, session);
         match build_frame(s, sealing, hdr, p1, p2) {
             Some(frame) => {
                 self.put_on_wire(k, s, li, mac, frame);
@@ -1795,12 +1804,11 @@ impl Inner {
         let (ack_bytes, ack_len) = hdr.ack_bytes();
         let mh = m.header.encode();
         let first: &[u8] = if index == 0 { &mh } else { &[] };
-        let session = self.session_to(ni);
+        let sealing = self.sealing_to(k, ni);
         let faults =
             k.drop_ppm.load(Relaxed) | k.dup_ppm.load(Relaxed) | k.reorder_ppm.load(Relaxed);
         if faults == 0 && self.held.is_none() {
             if let Some(Some(Link::Net(link))) = self.links.get(n.link) {
-                let sealing = Sealing::new(&self.auth, session);
                 let payload_len = first.len() + spec.len;
                 let total = HEADER_LEN + payload_len + ack_len + sealing.trailer_len();
                 let mut ok = true;
@@ -1834,7 +1842,7 @@ impl Inner {
             return;
         }
         let (li, mac) = (n.link, n.mac);
-        if self.emit(k, s, li, mac, session, &hdr, first, &data) {
+        if self.emit(k, s, li, mac, sealing, &hdr, first, &data) {
             self.took_piggy_ack(s, ni, ack);
         }
     }
@@ -1929,7 +1937,8 @@ impl Inner {
     /// for more frames to cover, or for a data frame to ride on
     /// ([`Inner::piggy_ack`]), so a request/response exchange costs
     /// two frames, not four).
-    fn send_acks(&mut self, s: &Stats, now: u64, ack_every: u32) {
+    fn send_acks(&mut self, k: &Knobs, s: &Stats, now: u64) {
+        let ack_every = ack_every(k);
         for ni in 0..self.neighbors.len() {
             for lane in Lane::ALL {
                 let n = &mut *self.neighbors[ni];
@@ -1941,8 +1950,7 @@ impl Inner {
                 let hdr = FrameHeader::ack(self.node_id, n.node, lane, next);
                 let p = wire::encode_ack(r.win.sack());
                 let (li, mac) = (n.link, n.mac);
-                let session = self.session_to(ni);
-                let sealing = Sealing::new(&self.auth, session);
+                let sealing = self.sealing_to(k, ni);
                 // Acks bypass fault injection (straight to the wire), and
                 // on a netdevice are sealed in the skb (no frame buffer).
                 if let Some(Some(Link::Net(link))) = self.links.get(li) {
@@ -2075,6 +2083,9 @@ impl Inner {
             return;
         }
         count(&s.frames_received);
+        if frame[0] == WIRE_VERSION_XXH64 {
+            count(&s.frames_xxh64_received);
+        }
         self.neighbors[ni].last_rx_ns = now;
         match h.kind {
             Kind::Ack => {
@@ -2105,6 +2116,19 @@ impl Inner {
             let n = &self.neighbors[ni];
             n.link != li && n.up && now.saturating_sub(n.last_rx_ns) <= timeout_ns
         })
+    }
+
+    /// How frames to neighbour `ni` are sealed: with a tag under the pset's
+    /// key, else with the fastest checksum it accepts (XXH64 if its hello
+    /// said so and `fast_checksum` is on, CRC-32C otherwise).
+    fn sealing_to(&self, k: &Knobs, ni: usize) -> Sealing {
+        match &self.auth {
+            Some(key) => Sealing::Tag(*key, self.session_to(ni)),
+            None if self.neighbors[ni].takes_xxh64 && k.fast_checksum.load(Relaxed) != 0 => {
+                Sealing::Checksum(Checksum::Xxh64)
+            }
+            None => Sealing::Checksum(Checksum::Crc32c),
+        }
     }
 
     /// The session of frames to neighbour `ni`: our epoch on its link, then
@@ -2187,6 +2211,7 @@ impl Inner {
         n.role = hello.role;
         n.hops = hello.hops;
         n.takes_piggy_acks = hello.features & FEATURE_PIGGY_ACK != 0;
+        n.takes_xxh64 = hello.features & FEATURE_XXH64 != 0;
         n.below.clear();
         for &b in &hello.below[..usize::from(hello.n_below)] {
             let _ = n.below.push(b, GFP_KERNEL);
@@ -2252,6 +2277,7 @@ impl Inner {
                 queued_bytes: 0,
                 acks_seen: 0,
                 takes_piggy_acks: false,
+                takes_xxh64: false,
             }),
             GFP_KERNEL,
         )?;

@@ -14,8 +14,8 @@
 //!   receivers do not check the pattern (for benchmarks: the transport is
 //!   measured, not the checker).
 //! * `ping <node> <size> <count>`: round trips, one at a time.
-//! * `hash <size> <count>`: times CRC-32C and SipHash-2-4 over `size`
-//!   bytes (the per-frame cost of checksums and authentication tags).
+//! * `hash <size> <count>`: times CRC-32C, SipHash-2-4 and XXH64 over
+//!   `size` bytes (the per-frame cost of checksums and authentication tags).
 //! * `barrier <tag> <n>`: on the ION, waits until `n` nodes below it sent
 //!   the tag, then broadcasts the release; on a CN, sends the tag to its ION
 //!   and waits for the release.
@@ -33,6 +33,7 @@ use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns, U64};
 use crate::zoid_proto::crc32c::Crc32c;
 use crate::zoid_proto::siphash::{siphash24, SipKey};
 use crate::zoid_proto::treenet::wire::{Role, BROADCAST};
+use crate::zoid_proto::xxh64::xxh64;
 use kernel::prelude::*;
 use kernel::sync::{
     atomic::{Atomic, Relaxed, Release},
@@ -349,11 +350,16 @@ impl SelfTest {
             acc ^= siphash24(&key, &[&buf[..size - (i as usize & 1).min(size)]]);
         }
         let t2 = now_ns();
+        for i in 0..count {
+            acc ^= xxh64(&buf[..size - (i as usize & 1).min(size)]);
+        }
+        let t3 = now_ns();
         self.set_result(format_args!(
-            "ok op=hash size={size} n={} crc32c_ns={} siphash_ns={} acc={}",
+            "ok op=hash size={size} n={} crc32c_ns={} siphash_ns={} xxh64_ns={} acc={}",
             U64(count),
             U64(t1 - t0),
             U64(t2 - t1),
+            U64(t3 - t2),
             U64(acc & 1)
         ));
         Ok(())

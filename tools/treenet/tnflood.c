@@ -6,7 +6,7 @@
  *
  * Listens on IFACE for CAPTURE_MS (default 3000) and keeps up to 64 valid
  * treenet frames (version 1, good crc32c; or authenticated, whole) as
- * templates, then sends FRAMES
+ * templates (version 2 frames, XXH64-checksummed, as well), then sends FRAMES
  * frames with treenet's ethertype (0x88b5) on IFACE, each one of:
  *
  *   junk       random bytes of a random length (14..1514 on the wire);
@@ -96,11 +96,88 @@ static uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n)
 	return crc;
 }
 
-/* treenet's checksum over header bytes 0..12 and the payload. */
+#define P1 0x9e3779b185ebca87ULL
+#define P2 0xc2b2ae3d27d4eb4fULL
+#define P3 0x165667b19e3779f9ULL
+#define P4 0x85ebca77c2b2ae63ULL
+#define P5 0x27d4eb2f165667c5ULL
+
+static uint64_t rotl64(uint64_t x, int r)
+{
+	return x << r | x >> (64 - r);
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t xxh_round(uint64_t acc, uint64_t in)
+{
+	return rotl64(acc + in * P2, 31) * P1;
+}
+
+static uint64_t xxh_merge(uint64_t h, uint64_t v)
+{
+	return (h ^ xxh_round(0, v)) * P1 + P4;
+}
+
+/* XXH64 with seed 0 (rust/zoid_proto/src/xxh64.rs). */
+static uint64_t xxh64(const uint8_t *p, size_t n)
+{
+	const uint8_t *end = p + n;
+	uint64_t h;
+
+	if (n >= 32) {
+		uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = -P1;
+
+		for (; end - p >= 32; p += 32) {
+			v1 = xxh_round(v1, le64(p));
+			v2 = xxh_round(v2, le64(p + 8));
+			v3 = xxh_round(v3, le64(p + 16));
+			v4 = xxh_round(v4, le64(p + 24));
+		}
+		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+		h = xxh_merge(xxh_merge(xxh_merge(xxh_merge(h, v1), v2), v3), v4);
+	} else {
+		h = P5;
+	}
+	h += n;
+	for (; end - p >= 8; p += 8)
+		h = rotl64(h ^ xxh_round(0, le64(p)), 27) * P1 + P4;
+	if (end - p >= 4) {
+		h ^= (uint64_t)(p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24) * P1;
+		h = rotl64(h, 23) * P2 + P3;
+		p += 4;
+	}
+	for (; p < end; p++)
+		h = rotl64(h ^ *p * P5, 11) * P1;
+	h ^= h >> 33;
+	h *= P2;
+	h ^= h >> 29;
+	h *= P3;
+	return h ^ h >> 32;
+}
+
+/*
+ * treenet's checksum over header bytes 0..12 and the payload: CRC-32C in
+ * frames of wire version 1, XXH64's low 32 bits in version 2.
+ */
 static uint32_t frame_crc(const uint8_t *tn, size_t payload_len)
 {
-	uint32_t c = crc32c(0xffffffff, tn, 12);
+	uint8_t buf[12 + MAX_FRAME];
+	uint32_t c;
 
+	if (tn[0] == 2 && payload_len <= MAX_FRAME) {
+		memcpy(buf, tn, 12);
+		memcpy(buf + 12, tn + TN_HDR, payload_len);
+		return (uint32_t)xxh64(buf, 12 + payload_len);
+	}
+	c = crc32c(0xffffffff, tn, 12);
 	return ~crc32c(c, tn + TN_HDR, payload_len);
 }
 
@@ -137,7 +214,7 @@ static int valid(const uint8_t *f, size_t len)
 		return 0;
 	f += ETH_HDR;
 	plen = be16(f + 6);
-	if (f[0] != 1 || ETH_HDR + TN_HDR + plen > len)
+	if ((f[0] != 1 && f[0] != 2) || ETH_HDR + TN_HDR + plen > len)
 		return 0;
 	/* An authenticated frame (auth_key): its tag cannot be checked here. */
 	if (f[1] & TN_FLAG_MAC)

@@ -9,6 +9,8 @@
 # WORKLOADS (default: all of them), each name:
 #   tcp_4k, tcp_1m         tcpbench streams 4 KiB / 1 MiB writes to the ION
 #   treenet_4k, treenet_1m treenet's self-test sink, the same sizes
+#   treenet_auth_1m        the same with authenticated frames (a key on both)
+#   treenet_crc_1m         the same with CRC-32C checksums (fast_checksum=0)
 #   tcp_rtt, treenet_rtt   32-byte round trips
 # The output, per workload and node, between "== <workload> <node>" and
 # "== end": on the CN the workload's result, kprof's PROF lines
@@ -31,6 +33,7 @@ ops() {
   case "$1" in
     *_4k) echo 8192 ;;
     *_1m) echo 48 ;;
+    *) echo 1 ;;
     *_rtt) echo 2000 ;;
   esac
 }
@@ -43,7 +46,8 @@ run() {
     tcp_1m) "$BIN" tput "$ION_IP" "$PORT" 1048576 "$n" ;;
     tcp_rtt) "$BIN" ping "$ION_IP" "$PORT" 32 "$n" ;;
     treenet_4k) echo "sink 0 4096 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
-    treenet_1m) echo "sink 0 1048576 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
+    treenet_1m | treenet_auth_1m | treenet_crc_1m)
+      echo "sink 0 1048576 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
     treenet_rtt) echo "ping 0 32 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
     *) echo "unknown workload $1"; return 1 ;;
   esac
@@ -62,6 +66,16 @@ fi
 i=0
 for w in $WORKLOADS; do
   i=$((i + 1))
+  # Both nodes seal frames as the workload says (a key can change at run
+  # time, docs/treenet.md).
+  case "$w" in
+    *_auth_*) echo 000102030405060708090a0b0c0d0e0f > "$TN/auth_key" ;;
+    *) echo off > "$TN/auth_key" ;;
+  esac
+  case "$w" in
+    *_crc_*) echo 0 > "$TN/fast_checksum" ;;
+    *) echo 1 > "$TN/fast_checksum" ;;
+  esac
   snap a
   "$KPROF" -n "$TOP" -o "/tmp/prof.$w" 3600 &
   kp=$!

@@ -11,7 +11,9 @@
 #   BENCH <transport>_rtt_32_us <microseconds>
 # where <transport> is tcp, treenet (packet_size 0: the largest frames the
 # MTU allows) or treenet240 (packet_size 240, ZOID's framing), and
-# treenet_auth, treenet240_auth: the same with authenticated frames.  A failed
+# treenet_auth, treenet240_auth: the same with authenticated frames;
+# treenet_crc: MTU-sized frames checksummed by CRC-32C (fast_checksum=0:
+# what every frame carried before XXH64, docs/treenet.md).  A failed
 # measurement prints BENCH-FAIL <name> <why> (and the script exits 1); when
 # treenet has no /sys/kernel/treenet/selftest, BENCH-SKIP treenet... lines.
 #
@@ -23,16 +25,22 @@ PORT=5201
 SIZES="4k:4096:4096 64k:65536:512 256k:262144:128 1m:1048576:32 4m:4194304:8"
 PING_SIZE=32
 PING_COUNT=2000
-# packet_size:authentication -- the last two with a key on both nodes
-# (auth_key: SipHash-2-4 tags in place of the CRC, docs/treenet.md).
-VARIANTS="0:plain 240:plain 0:auth 240:auth"
+# packet_size:sealing -- plain: the checksum nodes choose (XXH64); auth: a
+# key on both nodes (auth_key: SipHash-2-4 tags in place of the checksum,
+# docs/treenet.md); crc: fast_checksum=0 on both nodes (CRC-32C).
+VARIANTS="0:plain 240:plain 0:auth 240:auth 0:crc"
 BENCH_KEY=000102030405060708090a0b0c0d0e0f
 . "$(dirname "$0")/lib.sh"
 
-# auth_key plain|auth: clears or sets this node's treenet key.
-auth_key() {
-  [ -e "$TN/auth_key" ] || { [ "$1" = plain ]; return; }
-  if [ "$1" = plain ]; then echo off > "$TN/auth_key"; else echo "$BENCH_KEY" > "$TN/auth_key"; fi
+# sealing plain|auth|crc: sets this node's treenet key and checksum choice.
+sealing() {
+  if [ -e "$TN/fast_checksum" ]; then
+    if [ "$1" = crc ]; then echo 0 > "$TN/fast_checksum"; else echo 1 > "$TN/fast_checksum"; fi
+  else
+    [ "$1" != crc ] || return 1
+  fi
+  [ -e "$TN/auth_key" ] || { [ "$1" != auth ]; return; }
+  if [ "$1" = auth ]; then echo "$BENCH_KEY" > "$TN/auth_key"; else echo off > "$TN/auth_key"; fi
 }
 [ -x "$BIN" ] || die "no tcpbench at $BIN"
 bench_addresses
@@ -54,7 +62,7 @@ if [ "$ZOID_ROLE" = ion ]; then
     k=$((k + 1))
     if [ -n "$HAVE_TN" ]; then
       echo "${variant%:*}" > "$TN/packet_size" || say "cannot set packet_size ${variant%:*}"
-      auth_key "${variant#*:}"
+      sealing "${variant#*:}" || say "cannot set sealing ${variant#*:}"
     fi
     barrier "3$k"                # both nodes use this packet size and key
     barrier "4$k"                # the CN finished its treenet tests
@@ -81,13 +89,13 @@ for variant in $VARIANTS; do
   k=$((k + 1))
   ps=${variant%:*}
   t=treenet; [ "$ps" = 0 ] || t=treenet$ps
-  [ "${variant#*:}" = plain ] || t=${t}_auth
+  [ "${variant#*:}" = plain ] || t=${t}_${variant#*:}
   if [ -z "$HAVE_TN" ]; then
     echo "BENCH-SKIP $t no $TN/selftest"
     continue
   fi
   echo "$ps" > "$TN/packet_size" || fail "${t}_packet_size" "cannot set packet_size $ps"
-  auth_key "${variant#*:}" || fail "${t}_auth_key" "cannot set auth_key"
+  sealing "${variant#*:}" || fail "${t}_sealing" "cannot set sealing ${variant#*:}"
   barrier "3$k"
   selftest "ping 0 $PING_SIZE 20" > /dev/null || fail "${t}_warmup"
   for s in $SIZES; do

@@ -48,3 +48,30 @@ if [ "$ZOID_NODE" = cn1 ]; then
 fi
 barrier $tag; tag=$((tag + 1))
 echo 1 > $T/piggyback_acks
+
+# Frames between nodes that both accept it carry an XXH64 checksum (wire
+# version 2; docs/treenet.md, "Fast checksums").  With fast_checksum=0 on
+# the CNs they send CRC-32C while the ION goes on with XXH64: messages
+# both ways still check out, and the ION receives no XXH64 frame.
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_NODE" = cn1 ]; then
+  x0=$(stat frames_xxh64_received)
+  st ping 0 32 20 > /dev/null
+  [ "$(stat frames_xxh64_received)" -gt "$x0" ] || { echo "no XXH64 frame from the ION"; nonzero stats $T/stats; exit 1; }
+fi
+[ "$ZOID_ROLE" = ion ] || echo 0 > $T/fast_checksum
+barrier $tag; tag=$((tag + 1))
+x0=$(stat frames_xxh64_received)
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_NODE" = cn1 ]; then
+  st send 0 65536 4 > /dev/null
+  st ping 0 1000 20 > /dev/null
+  [ "$(stat frames_xxh64_received)" -gt "$x0" ] || { echo "the ION stopped sending XXH64"; exit 1; }
+fi
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(stat frames_xxh64_received)" = "$x0" ] || { echo "a CN sent XXH64 with fast_checksum=0"; exit 1; }
+  [ "$(counter $T/selftest_events received_bad)" = 0 ]
+fi
+barrier $tag; tag=$((tag + 1))
+echo 1 > $T/fast_checksum

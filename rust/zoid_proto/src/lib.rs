@@ -20,4 +20,5 @@ pub mod siphash;
 pub mod ssi;
 pub mod treenet;
 pub mod version;
+pub mod xxh64;
 pub mod zoid;

@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 use zoid_proto::crc32c::{checksum, Crc32c};
 use zoid_proto::version::{Version, SUITE_VERSION};
+use zoid_proto::xxh64::{xxh64, Xxh64};
 
 proptest! {
     /// Checksumming in fragments equals checksumming in one piece.
@@ -31,6 +32,32 @@ proptest! {
         let bit = bit % (data.len() * 8);
         flipped[bit / 8] ^= 1 << (bit % 8);
         prop_assert_ne!(checksum(&data), checksum(&flipped));
+    }
+
+    /// XXH64 fed in fragments equals XXH64 of the whole.
+    #[test]
+    fn xxh64_is_incremental(data in proptest::collection::vec(any::<u8>(), 0..4096),
+                            cuts in proptest::collection::vec(any::<usize>(), 0..8)) {
+        let mut points: Vec<usize> = cuts.iter().map(|c| c % (data.len() + 1)).collect();
+        points.sort_unstable();
+        let mut h = Xxh64::new();
+        let mut start = 0;
+        for p in points {
+            h.update(&data[start..p]);
+            start = p;
+        }
+        h.update(&data[start..]);
+        prop_assert_eq!(h.finish(), xxh64(&data));
+    }
+
+    /// A flipped bit changes XXH64's low 32 bits (the frame checksum field).
+    #[test]
+    fn xxh64_low_half_sees_single_bit_flips(data in proptest::collection::vec(any::<u8>(), 1..1024),
+                                            bit in any::<usize>()) {
+        let mut flipped = data.clone();
+        let bit = bit % (data.len() * 8);
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        prop_assert_ne!(xxh64(&data) as u32, xxh64(&flipped) as u32);
     }
 
     /// The wire form of a version round-trips, and garbage above 48 bits is refused.

@@ -35,6 +35,18 @@
 //! none).  A node sends them only to neighbours whose hello lists
 //! [`FEATURE_PIGGY_ACK`], so a node that predates them still interoperates.
 //!
+//! ## Fast checksums (wire version 2)
+//!
+//! A frame of wire version 2 is a version 1 frame whose checksum field holds
+//! the low 32 bits of XXH64 ([`super::super::xxh64`]) over the same bytes
+//! instead of their CRC-32C ([`Checksum`]).  CRC-32C in software costs a
+//! table load per byte, which made it the largest cost of a streaming
+//! sender under emulation; XXH64 works on registers, 32 bytes per step.
+//! Every node parses both versions; a node sends version 2 only to
+//! neighbours whose hello lists [`FEATURE_XXH64`] (hellos themselves, sent
+//! before any neighbour is known, stay version 1), so a node that predates
+//! it still interoperates.  Authenticated frames are always version 1.
+//!
 //! ## Authenticated frames
 //!
 //! On an untrusted network every node of a pset is given the same 128-bit
@@ -48,11 +60,60 @@
 
 use super::super::crc32c::Crc32c;
 use super::super::siphash::{tags_equal, SipHasher24, SipKey};
+use super::super::xxh64::Xxh64;
 
 /// Ethertype of treenet frames (IEEE 802 local experimental 1).
 pub const ETHERTYPE: u16 = 0x88b5;
-/// Wire format version carried in every frame.
+/// Wire format version carried in every frame checksummed by CRC-32C (and
+/// every authenticated one).
 pub const WIRE_VERSION: u8 = 1;
+/// Wire format version of frames checksummed by XXH64 (see "Fast
+/// checksums").
+pub const WIRE_VERSION_XXH64: u8 = 2;
+
+/// Which checksum an unauthenticated frame carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checksum {
+    /// CRC-32C, wire version 1: what every node accepts.
+    Crc32c,
+    /// The low 32 bits of XXH64, wire version 2: only for neighbours whose
+    /// hello lists [`FEATURE_XXH64`].
+    Xxh64,
+}
+
+impl Checksum {
+    fn version(self) -> u8 {
+        match self {
+            Checksum::Crc32c => WIRE_VERSION,
+            Checksum::Xxh64 => WIRE_VERSION_XXH64,
+        }
+    }
+
+    /// The checksum field of a frame whose bytes are `head` (the first 12
+    /// header bytes), then `payload`'s pieces, then `tail`.
+    fn of(self, head: &[u8], payload: &[&[u8]], tail: &[u8]) -> u32 {
+        match self {
+            Checksum::Crc32c => {
+                let mut crc = Crc32c::new();
+                crc.update(head);
+                for p in payload {
+                    crc.update(p);
+                }
+                crc.update(tail);
+                crc.finish()
+            }
+            Checksum::Xxh64 => {
+                let mut h = Xxh64::new();
+                h.update(head);
+                for p in payload {
+                    h.update(p);
+                }
+                h.update(tail);
+                h.finish() as u32
+            }
+        }
+    }
+}
 /// Bytes of the frame header.
 pub const HEADER_LEN: usize = 16;
 /// Bytes of the message header at the start of a message's first frame.
@@ -147,7 +208,8 @@ impl Session {
 /// How a received frame proved its integrity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Seal {
-    /// Its CRC-32C matched (already checked by [`parse_frame`]).
+    /// Its checksum (CRC-32C or XXH64, by its version) matched (already
+    /// checked by [`parse_frame`]).
     Checksum,
     /// It carries a tag, still to be checked with [`verify_tag`] once the
     /// receiver knows the frame's [`Session`].
@@ -339,6 +401,7 @@ impl FrameHeader {
     /// checksum or tag must cover as well.
     fn write_head(
         &self,
+        version: u8,
         kind_flags: u8,
         payload: &[&[u8]],
         out: &mut [u8; HEADER_LEN],
@@ -346,7 +409,7 @@ impl FrameHeader {
         let (ack, ack_len) = self.ack_bytes();
         let len: usize = payload.iter().map(|p| p.len()).sum::<usize>() + ack_len;
         let len = u16::try_from(len).unwrap_or(u16::MAX);
-        out[0] = WIRE_VERSION;
+        out[0] = version;
         out[1] = kind_flags;
         out[2..4].copy_from_slice(&self.src.to_be_bytes());
         out[4..6].copy_from_slice(&self.dst.to_be_bytes());
@@ -360,14 +423,15 @@ impl FrameHeader {
     /// `payload` may be given in pieces (a scatter-gather frame); their total
     /// length, with a piggybacked ack's bytes, must fit in 16 bits.
     pub fn encode(&self, payload: &[&[u8]], out: &mut [u8; HEADER_LEN]) {
-        let (ack, ack_len) = self.write_head(self.kind_byte(), payload, out);
-        let mut crc = Crc32c::new();
-        crc.update(&out[..12]);
-        for p in payload {
-            crc.update(p);
-        }
-        crc.update(&ack[..ack_len]);
-        out[12..16].copy_from_slice(&crc.finish().to_be_bytes());
+        self.encode_with(Checksum::Crc32c, payload, out)
+    }
+
+    /// [`FrameHeader::encode`] with the checksum `sum` (and its wire
+    /// version).
+    pub fn encode_with(&self, sum: Checksum, payload: &[&[u8]], out: &mut [u8; HEADER_LEN]) {
+        let (ack, ack_len) = self.write_head(sum.version(), self.kind_byte(), payload, out);
+        let field = sum.of(&out[..12], payload, &ack[..ack_len]);
+        out[12..16].copy_from_slice(&field.to_be_bytes());
     }
 
     /// Writes the header of an authenticated frame into `out` and the tag's
@@ -380,7 +444,8 @@ impl FrameHeader {
         out: &mut [u8; HEADER_LEN],
         trailer: &mut [u8; MAC_TRAILER_LEN],
     ) {
-        let (ack, ack_len) = self.write_head(self.kind_byte() | FLAG_MAC, payload, out);
+        let (ack, ack_len) =
+            self.write_head(WIRE_VERSION, self.kind_byte() | FLAG_MAC, payload, out);
         let tag = tag_of(key, session, &out[..12], payload, &ack[..ack_len]);
         out[12..16].copy_from_slice(&(tag as u32).to_be_bytes());
         trailer.copy_from_slice(&((tag >> 32) as u32).to_be_bytes());
@@ -408,9 +473,11 @@ pub fn parse_frame(
     if frame.len() < HEADER_LEN {
         return Err(FrameError::Truncated);
     }
-    if frame[0] != WIRE_VERSION {
-        return Err(FrameError::BadVersion);
-    }
+    let sum = match frame[0] {
+        WIRE_VERSION => Checksum::Crc32c,
+        WIRE_VERSION_XXH64 => Checksum::Xxh64,
+        _ => return Err(FrameError::BadVersion),
+    };
     let len = usize::from(u16::from_be_bytes([frame[6], frame[7]]));
     if len > max_payload {
         return Err(FrameError::Oversized);
@@ -420,16 +487,17 @@ pub fn parse_frame(
         .ok_or(FrameError::Truncated)?;
     let field = u32::from_be_bytes([frame[12], frame[13], frame[14], frame[15]]);
     let seal = if frame[1] & FLAG_MAC != 0 {
+        // Authenticated frames are version 1 only.
+        if sum != Checksum::Crc32c {
+            return Err(FrameError::BadVersion);
+        }
         let t = frame
             .get(HEADER_LEN + len..HEADER_LEN + len + MAC_TRAILER_LEN)
             .ok_or(FrameError::Truncated)?;
         let high = u32::from_be_bytes([t[0], t[1], t[2], t[3]]);
         Seal::Tag((u64::from(high) << 32) | u64::from(field))
     } else {
-        let mut crc = Crc32c::new();
-        crc.update(&frame[..12]);
-        crc.update(payload);
-        if crc.finish() != field {
+        if sum.of(&frame[..12], &[payload], &[]) != field {
             return Err(FrameError::BadChecksum);
         }
         Seal::Checksum
@@ -541,6 +609,9 @@ pub enum Role {
 
 /// Hello feature bit: the sender understands piggybacked acks.
 pub const FEATURE_PIGGY_ACK: u8 = 0x01;
+/// Hello feature bit: the sender accepts frames of wire version 2 (XXH64
+/// checksums, see "Fast checksums").
+pub const FEATURE_XXH64: u8 = 0x02;
 
 /// Most node ids a hello lists as reachable below its sender.
 pub const HELLO_MAX_BELOW: usize = 96;

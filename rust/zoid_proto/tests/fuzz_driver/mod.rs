@@ -17,8 +17,10 @@ use zoid_proto::treenet::grant::{
     GrantError, GrantQueue, Request, Waiting, MAX_SLOTS, MAX_WAITING_PER_PEER, MAX_WEIGHT, UNIT,
 };
 use zoid_proto::treenet::wire::{
-    self, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, HEADER_LEN, MSG_HEADER_LEN,
+    self, Checksum, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, HEADER_LEN,
+    MSG_HEADER_LEN,
 };
+use zoid_proto::xxh64::{xxh64, Xxh64};
 
 /// Largest payload the receive path accepts (a 1500-byte MTU link).
 pub const MAX_PAYLOAD: usize = 1484;
@@ -30,6 +32,9 @@ pub const MAX_FRAME: usize = HEADER_LEN + MAX_PAYLOAD + 16;
 pub const CTRL_FIX_CRC: u8 = 0x1;
 /// Record control bit: set version and payload length to match the record.
 pub const CTRL_FIX_LEN: u8 = 0x2;
+/// Record control bit: with [`CTRL_FIX_LEN`], the frame is of wire version
+/// 2; with [`CTRL_FIX_CRC`], its checksum is XXH64's, whatever its version.
+pub const CTRL_XXH64: u8 = 0x4;
 /// Record control bit: the node restarts (forgets its neighbours, clock back
 /// to zero) with the frame's first byte as its new config byte; the record
 /// carries no frame.  Lets several inputs share one corpus file.
@@ -177,8 +182,13 @@ fn fix_up(ctrl: u8, frame: &mut [u8]) {
     if frame.len() < HEADER_LEN {
         return;
     }
+    let xxh = ctrl & CTRL_XXH64 != 0;
     if ctrl & CTRL_FIX_LEN != 0 {
-        frame[0] = wire::WIRE_VERSION;
+        frame[0] = if xxh {
+            wire::WIRE_VERSION_XXH64
+        } else {
+            wire::WIRE_VERSION
+        };
         let len = u16::try_from(frame.len() - HEADER_LEN).unwrap_or(u16::MAX);
         frame[6..8].copy_from_slice(&len.to_be_bytes());
     }
@@ -187,6 +197,17 @@ fn fix_up(ctrl: u8, frame: &mut [u8]) {
         // checksum too, so `parse`'s later checks are reachable.
         let len = usize::from(u16::from_be_bytes([frame[6], frame[7]]));
         let end = (HEADER_LEN + len).min(frame.len());
+        if xxh {
+            let mut h = Xxh64::new();
+            h.update(&frame[..12]);
+            h.update(&frame[HEADER_LEN..end]);
+            let mut whole = frame[..12].to_vec();
+            whole.extend_from_slice(&frame[HEADER_LEN..end]);
+            let sum = h.finish();
+            assert_eq!(sum, xxh64(&whole), "Xxh64 in pieces differs from one piece");
+            frame[12..16].copy_from_slice(&(sum as u32).to_be_bytes());
+            return;
+        }
         let mut crc = Crc32c::new();
         crc.update(&frame[..12]);
         crc.update(&frame[HEADER_LEN..end]);
@@ -201,9 +222,15 @@ fn fix_up(ctrl: u8, frame: &mut [u8]) {
 fn check_parsed(frame: &[u8], h: &FrameHeader, payload: &[u8]) {
     assert!(payload.len() <= MAX_PAYLOAD);
     assert_eq!(&frame[HEADER_LEN..HEADER_LEN + payload.len()], payload);
-    // A frame `parse` accepts is canonical: re-encoding gives its header.
+    // A frame `parse` accepts is canonical: re-encoding (with the checksum
+    // of its version) gives its header.
+    let sum = if frame[0] == wire::WIRE_VERSION_XXH64 {
+        Checksum::Xxh64
+    } else {
+        Checksum::Crc32c
+    };
     let mut hdr = [0u8; HEADER_LEN];
-    h.encode(&[payload], &mut hdr);
+    h.encode_with(sum, &[payload], &mut hdr);
     assert_eq!(&hdr[..], &frame[..HEADER_LEN], "re-encoded header differs");
     // A piggybacked ack's bytes follow the payload.
     let (ack, n) = h.ack_bytes();
@@ -253,12 +280,17 @@ impl Rx {
         let (h, payload) = match wire::parse(frame, MAX_PAYLOAD) {
             Ok(x) => x,
             Err(e) => {
-                if frame.len() >= HEADER_LEN && frame[0] == wire::WIRE_VERSION {
+                let known = [wire::WIRE_VERSION, wire::WIRE_VERSION_XXH64];
+                if frame.len() >= HEADER_LEN && known.contains(&frame[0]) {
                     let len = usize::from(u16::from_be_bytes([frame[6], frame[7]]));
                     if len <= MAX_PAYLOAD && HEADER_LEN + len <= frame.len() {
                         if frame[1] & 0x08 != 0 {
-                            // Sealed: no key here, or its trailer is cut.
-                            assert!(matches!(e, FrameError::NoMac | FrameError::Truncated));
+                            // Sealed: no key here, or its trailer is cut
+                            // (or of version 2, which sealed frames never are).
+                            assert!(matches!(
+                                e,
+                                FrameError::NoMac | FrameError::Truncated | FrameError::BadVersion
+                            ));
                         } else {
                             // (Truncated: a data frame too short for the ack
                             // its kind announces.)
