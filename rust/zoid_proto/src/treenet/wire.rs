@@ -95,24 +95,28 @@ impl Checksum {
         match self {
             Checksum::Crc32c => {
                 let mut crc = Crc32c::new();
-                crc.update(head);
-                for p in payload {
-                    crc.update(p);
-                }
-                crc.update(tail);
+                pieces(head, payload, tail).for_each(|b| crc.update(b));
                 crc.finish()
             }
             Checksum::Xxh64 => {
                 let mut h = Xxh64::new();
-                h.update(head);
-                for p in payload {
-                    h.update(p);
-                }
-                h.update(tail);
+                pieces(head, payload, tail).for_each(|b| h.update(b));
                 h.finish() as u32
             }
         }
     }
+}
+
+/// The bytes a frame's checksum or tag covers, in order: `head`, each piece
+/// of `payload`, then `tail` (a piggybacked ack).
+fn pieces<'a>(
+    head: &'a [u8],
+    payload: &'a [&'a [u8]],
+    tail: &'a [u8],
+) -> impl Iterator<Item = &'a [u8]> {
+    core::iter::once(head)
+        .chain(payload.iter().copied())
+        .chain(core::iter::once(tail))
 }
 /// Bytes of the frame header.
 pub const HEADER_LEN: usize = 16;
@@ -228,11 +232,7 @@ fn tag_of(key: &SipKey, session: Session, head: &[u8], payload: &[&[u8]], tail: 
     epochs[..4].copy_from_slice(&session.src_epoch.to_be_bytes());
     epochs[4..].copy_from_slice(&session.dst_epoch.to_be_bytes());
     h.update(&epochs);
-    h.update(head.get(..12).unwrap_or(head));
-    for p in payload {
-        h.update(p);
-    }
-    h.update(tail);
+    pieces(head.get(..12).unwrap_or(head), payload, tail).for_each(|b| h.update(b));
     h.finish()
 }
 
