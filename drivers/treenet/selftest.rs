@@ -138,6 +138,13 @@ struct State {
     last_result: KVec<u8>,
 }
 
+impl State {
+    /// Whether some node gave up the test this node runs (`abort`).
+    fn gave_up(&self) -> bool {
+        self.test != 0 && self.aborted == self.test
+    }
+}
+
 /// The self-test endpoint of this node.
 #[pin_data]
 pub(crate) struct SelfTest {
@@ -217,7 +224,7 @@ impl SelfTest {
                 let s = self.state.lock();
                 // (First: a check-in sent by a node whose own wait of the
                 // aborted test then failed must not complete a barrier.)
-                if s.test != 0 && s.aborted == s.test {
+                if s.gave_up() {
                     return Err(ECANCELED);
                 }
                 if done(&s) {
@@ -471,7 +478,7 @@ impl SelfTest {
             if s.last_pong == id {
                 return Ok(());
             }
-            if s.test != 0 && s.aborted == s.test {
+            if s.gave_up() {
                 return Err(ECANCELED);
             }
             if now_ns() > deadline {
@@ -579,7 +586,7 @@ impl SelfTest {
                     if !late && !s.arrivals.contains(&(a, node)) {
                         s.arrivals.push((a, node), GFP_KERNEL)?;
                     }
-                    (late, (s.test != 0 && s.aborted == s.test).then_some(s.test))
+                    (late, s.gave_up().then_some(s.test))
                 };
                 // This ION gave its test up: a CN still checking in has
                 // missed the word (sent once), and hears it again now.
