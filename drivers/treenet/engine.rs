@@ -21,7 +21,8 @@ use crate::zoid_proto::siphash::SipKey;
 use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
 use crate::zoid_proto::treenet::grant::{
-    GrantError, GrantQueue, Request, Waiting, MAX_SLOTS, MAX_WAITING_PER_PEER,
+    nearly_received, GrantError, GrantQueue, Request, Waiting, MAX_GRANTS_PER_PEER, MAX_SLOTS,
+    MAX_WAITING_PER_PEER,
 };
 use crate::zoid_proto::treenet::wire::{
     self, Checksum, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, PiggyAck, Role, Seal,
@@ -168,6 +169,7 @@ counters! {
         duplicates: "Duplicate frames received (suppressed).",
         rendezvous_waits: "Large messages that waited for a grant.",
         grants_given: "Rendezvous grants given to senders.",
+        grants_early: "Of those, grants given while the peer's previous message was still arriving.",
         grants_refused: "Rendezvous requests refused (queue full or peer over its limit).",
         acks_sent: "Ack frames sent.",
         acks_piggybacked: "Acks sent in data frames (no frame of their own).",
@@ -266,6 +268,9 @@ struct RxLane {
     ahead: KVec<Option<(u32, u8, KVec<u8>)>>,
     /// Message being received and its header.
     current: Option<(MsgHeader, MsgBuf)>,
+    /// `current` is a granted message whose sender may be granted its next
+    /// one (the grant queue was told it is draining).
+    drain_told: bool,
     /// Frames received since the last ack.
     unacked: u32,
     /// The next ack goes at the end of this pass (a frame out of order, a
@@ -323,8 +328,9 @@ struct Neighbor {
     rdv_wait: KVec<OutMsg>,
     /// Requests sent for these ids, not yet granted.
     rts_out: u32,
-    /// Granted incoming bulk message (id, buffer allocated in advance).
-    granted: Option<(u32, MsgBuf)>,
+    /// Granted incoming bulk messages (id, buffer allocated in advance):
+    /// the one arriving and, once that one is draining, the next.
+    granted: [Option<(u32, MsgBuf)>; MAX_GRANTS_PER_PEER],
     /// Finish tag of its last request in our grant queue (weighted round
     /// robin, see `grant.rs`).
     grant_finish: u64,
@@ -513,6 +519,7 @@ fn lane_rx(win: usize) -> Result<RxLane> {
         reasm: Reassembler::new(),
         ahead,
         current: None,
+        drain_told: false,
         unacked: 0,
         ack_now: false,
         ack_due_ns: u64::MAX,
@@ -1617,11 +1624,23 @@ impl Inner {
                 self.grants.complete(r.peer, r.id);
                 continue;
             };
+            // Granted while its previous message still arrives.
+            let early = self.grants.held(r.peer) > 1;
+            // The queue gives a peer no more grants than it has entries.
+            let n = &mut self.neighbors[ni];
+            let Some(free) = n.granted.iter_mut().find(|g| g.is_none()) else {
+                self.grants.complete(r.peer, r.id);
+                let _ = self.send_control(k, ni, CTL_REJECT, r.id, r.len);
+                continue;
+            };
             // Filled by reassembly (`consume`) before anyone reads it.
             match MsgBuf::for_filling(r.len as usize, GFP_KERNEL) {
                 Ok(buf) => {
-                    self.neighbors[ni].granted = Some((r.id, buf));
+                    *free = Some((r.id, buf));
                     count(&s.grants_given);
+                    if early {
+                        count(&s.grants_early);
+                    }
                     let _ = self.send_control(k, ni, CTL_CTS, r.id, r.len);
                 }
                 Err(_) => {
@@ -2272,7 +2291,7 @@ impl Inner {
                 rx,
                 rdv_wait: KVec::new(),
                 rts_out: 0,
-                granted: None,
+                granted: [None, None],
                 grant_finish: 0,
                 queued_bytes: 0,
                 acks_seen: 0,
@@ -2310,7 +2329,7 @@ impl Inner {
         }
         failed += n.rdv_wait.len() as u64;
         n.rdv_wait.clear();
-        n.granted = None;
+        n.granted = [None, None];
         n.queued_bytes = 0;
         self.wake_senders = true;
         s.msgs_failed.fetch_add(failed, Relaxed);
@@ -2435,17 +2454,19 @@ impl Inner {
         };
         if let Some(h) = step.start {
             let n = &mut self.neighbors[ni];
-            let granted = match n.granted.take() {
-                Some((id, buf))
-                    if lane == Lane::Bulk && id == h.id && buf.len() == h.len as usize =>
-                {
-                    Some(buf)
-                }
-                other => {
-                    n.granted = other;
-                    None
-                }
+            // Its grant, if any, is used up either way (a buffer of the
+            // wrong size is dropped).
+            let granted = if lane == Lane::Bulk {
+                n.granted
+                    .iter_mut()
+                    .find(|g| g.as_ref().is_some_and(|(id, _)| *id == h.id))
+                    .and_then(Option::take)
+                    .filter(|(_, buf)| buf.len() == h.len as usize)
+                    .map(|(_, buf)| buf)
+            } else {
+                None
             };
+            n.rx[lane.index()].drain_told = granted.is_none();
             let buf = match granted {
                 Some(b) => b,
                 // Every byte is written below before the message is
@@ -2461,6 +2482,7 @@ impl Inner {
             };
             n.rx[lane.index()].current = Some((h, buf));
         }
+        let peer = self.neighbors[ni].node;
         let r = &mut self.neighbors[ni].rx[lane.index()];
         let Some((_, buf)) = r.current.as_mut() else {
             return;
@@ -2471,10 +2493,20 @@ impl Inner {
             r.reasm.reset();
             return;
         }
+        if !r.drain_told && !step.complete {
+            // Granted and mostly here: its sender's next message may be
+            // granted now (grant.rs, "Early grants"), so that its grant
+            // crosses the link while this one's last frames still arrive.
+            let in_flight = 2 * k.window.load(Relaxed) as usize * step.data.len().max(1);
+            if nearly_received(buf.len(), step.offset + step.data.len(), in_flight) {
+                r.drain_told = true;
+                let id = r.current.as_ref().map_or(0, |(h, _)| h.id);
+                self.grants.draining(peer, id);
+            }
+        }
         if step.complete {
             if let Some((h, buf)) = r.current.take() {
                 if lane == Lane::Bulk {
-                    let peer = self.neighbors[ni].node;
                     self.grants.complete(peer, h.id);
                 }
                 self.message_in(k, s, ni, h, buf);

@@ -363,27 +363,28 @@ fn timers_wake_for_holes_after_fast_after_not_the_rto() {
     assert!(!s.due(2_001, 2_000, |q| due.push(q)));
     assert_eq!(due, vec![1]);
     s.on_retransmit(1, 2_001);
-    // The resent hole is not known to be lost again until a frame sent
-    // after it arrives: it waits for its RTO (due at 12 001 µs).  Frame
-    // 3's tail-loss probe (sent at 3 µs, probed after twice `fast_after`)
-    // comes first.
-    assert_eq!(s.next_due_in(2_001, 2_000), Some(2_002));
+    // The resent hole goes again after `fast_after` at the earliest (its
+    // first resend: due at 4 001 µs), frame 3's tail-loss probe (sent at
+    // 3 µs, probed after twice `fast_after`) two microseconds later.
+    assert_eq!(s.next_due_in(2_001, 2_000), Some(2_000));
     // With a long `fast_after` the probe waits for the RTO, which runs
     // from the last ack that made progress (at 400 µs): due at 10 400 µs.
     assert_eq!(s.next_due_in(2_001, 9_000), Some(8_399));
-    // The tail-loss probe: frame 3 once, without an RTO backoff; then it
-    // waits for its RTO like any frame sent twice.
+    // Both go, without an RTO backoff; then frame 3 waits for its RTO
+    // like any frame sent twice, and the hole twice `fast_after`.
     due.clear();
     assert!(!s.due(4_003, 2_000, |q| due.push(q)));
-    assert_eq!(due, vec![3]);
+    assert_eq!(due, vec![1, 3]);
+    s.on_retransmit(1, 4_003);
     s.on_retransmit(3, 4_003);
     assert_eq!(s.rto.rto(), 10_000);
-    assert_eq!(s.next_due_in(4_003, 20_000), Some(7_998));
+    assert_eq!(s.next_due_in(4_003, 20_000), Some(10_000));
+    assert_eq!(s.next_due_in(4_003, 2_000), Some(4_000));
     assert_eq!(SendWindow::new(0, 8, est).next_due_in(0, 1), None);
 }
 
 #[test]
-fn a_resent_hole_goes_again_after_fast_after_only_once_a_later_frame_arrived() {
+fn a_resent_hole_backs_off_until_a_later_frame_arrives() {
     let est = RtoEstimator::new(50_000, 10_000, 1_000_000);
     let mut s = SendWindow::new(0, 8, est);
     for t in 0..3 {
@@ -395,30 +396,26 @@ fn a_resent_hole_goes_again_after_fast_after_only_once_a_later_frame_arrived() {
     s.due(2_001, 2_000, |q| due.push(q));
     assert_eq!(due, vec![1]);
     s.on_retransmit(1, 2_001);
-    // A receiver too slow to answer within `fast_after` (an overloaded
-    // node) does not get the hole again after `fast_after`: nothing sent
-    // after the resend has arrived, so it is not known lost.
-    for now in [4_002, 5_900] {
-        due.clear();
-        assert!(!s.due(now, 2_000, |q| due.push(q)));
-        assert!(due.is_empty(), "at {now}: {due:?}");
-    }
-    // Frame 3, sent after the resend, arrives (selectively acked): the
-    // resent hole is lost again.
-    s.on_send(5_000);
-    s.on_ack(1, 0b11, 5_950);
-    due.clear();
-    assert!(!s.due(5_950, 2_000, |q| due.push(q)));
-    assert_eq!(due, vec![1]);
-    s.on_retransmit(1, 5_950);
-    // Nothing more arrives: it is probed like a newest frame, after twice
-    // `fast_after` (no RTO, no backoff).
-    due.clear();
-    assert!(!s.due(9_949, 2_000, |q| due.push(q)));
-    assert!(due.is_empty(), "{due:?}");
-    assert!(!s.due(9_950, 2_000, |q| due.push(q)));
-    assert_eq!(due, vec![1]);
-    assert_eq!(s.rto.rto(), 10_000);
+    // Nothing sent after the resend has arrived: lost again (a lossy
+    // link) or not yet answered (an overloaded receiver, slower than
+    // `fast_after`).  It goes again after `fast_after`, then after twice
+    // that, so a slow receiver does not get it every `fast_after`.
+    let goes_at = |s: &mut SendWindow, quiet: u32, at: u32| {
+        let mut due = Vec::new();
+        assert!(!s.due(quiet, 2_000, |q| due.push(q)));
+        assert!(due.is_empty(), "at {quiet}: {due:?}");
+        assert!(!s.due(at, 2_000, |q| due.push(q)));
+        assert_eq!(due, vec![1], "at {at}");
+        s.on_retransmit(1, at);
+    };
+    goes_at(&mut s, 4_000, 4_001);
+    goes_at(&mut s, 8_000, 8_001);
+    assert_eq!(s.rto.rto(), 10_000, "no RTO backoff");
+    // Frame 3, sent after the last resend, arrives (selectively acked):
+    // the resent hole is lost again, and goes after `fast_after`.
+    s.on_send(8_500);
+    s.on_ack(1, 0b11, 8_600);
+    goes_at(&mut s, 10_000, 10_001);
 }
 
 #[test]
@@ -452,6 +449,61 @@ fn grants_take_turns_one_per_peer_bounded_by_slots() {
         g.push(r(p, 1)).unwrap();
     }
     assert_eq!(g.push(r(20, 1)), Err(GrantError::Full));
+}
+
+/// Early grants: a peer whose one grant is draining may get its next
+/// request in a free slot, but only when no peer without a grant waits,
+/// and never a third grant.
+#[test]
+fn a_draining_grant_lets_its_peer_go_on() {
+    let mut g = GrantQueue::with_storage(vec![Waiting::default(); 8], 2);
+    let r = |peer, id| Request {
+        peer,
+        id,
+        len: 1 << 20,
+    };
+    g.push(r(1, 1)).unwrap();
+    g.push(r(1, 2)).unwrap();
+    assert_eq!(g.next_grant(), Some(r(1, 1)));
+    assert_eq!(g.next_grant(), None, "one grant per peer until it drains");
+    assert!(!g.draining(1, 9), "no such grant");
+    assert!(g.draining(1, 1));
+    assert_eq!(g.next_grant(), Some(r(1, 2)), "the next one, early");
+    assert_eq!((g.held(1), g.held(2)), (2, 0));
+    g.push(r(1, 3)).unwrap();
+    assert!(g.draining(1, 2));
+    assert_eq!(g.next_grant(), None, "two slots in use");
+    assert!(g.complete(1, 1));
+    assert_eq!(g.next_grant(), Some(r(1, 3)), "a free slot, 1 2 draining");
+    // Another peer waiting goes before any early grant.
+    assert!(g.complete(1, 2));
+    g.push(r(1, 4)).unwrap();
+    g.push(r(2, 1)).unwrap();
+    assert!(g.draining(1, 3));
+    assert_eq!(
+        g.next_grant(),
+        Some(r(2, 1)),
+        "a peer without a grant first"
+    );
+    assert_eq!(g.next_grant(), None);
+    assert!(g.complete(2, 1));
+    assert_eq!(g.next_grant(), Some(r(1, 4)));
+}
+
+#[test]
+fn nearly_received_is_half_or_what_is_in_flight() {
+    use zoid_proto::treenet::grant::nearly_received;
+    let mib = 1 << 20;
+    assert!(!nearly_received(mib, 0, 190_000));
+    assert!(!nearly_received(mib, mib / 2 - 1, 190_000));
+    assert!(nearly_received(mib, mib / 2, 190_000));
+    // 4 MiB: what is left fits in flight before half arrived.
+    assert!(!nearly_received(4 * mib, 0, 190_000));
+    assert!(nearly_received(4 * mib, 4 * mib - 190_000, 190_000));
+    // A message smaller than what is in flight: at once.
+    assert!(nearly_received(65_536, 0, 190_000));
+    assert!(nearly_received(0, 0, 0));
+    assert!(nearly_received(10, 20, 0), "more received than its length");
 }
 
 /// Active grants kept in caller storage (the kernel's heap `KVec`): its

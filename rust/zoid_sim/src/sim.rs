@@ -24,7 +24,9 @@ use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow, MAX_WINDOW};
 use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
-use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, Waiting, MAX_WAITING_PER_PEER};
+use zoid_proto::treenet::grant::{
+    nearly_received, GrantError, GrantQueue, Request, Waiting, MAX_WAITING_PER_PEER,
+};
 use zoid_proto::treenet::wire::{
     self, Lane, MsgHeader, BROADCAST, FLAG_FIRST, HEADER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN,
 };
@@ -134,6 +136,9 @@ struct RxLane {
     ahead: Vec<Option<Frame>>,
     buffered: usize,
     current: Option<MsgHeader>,
+    /// engine.rs `RxLane::drain_told`: `current` is not a granted message
+    /// or its grant queue heard it is draining.
+    drain_told: bool,
     unacked: u32,
     ack_now: bool,
     ack_due: u64,
@@ -315,6 +320,7 @@ fn lane_rx(cfg: &Config) -> RxLane {
         ahead: vec![None; MAX_WINDOW],
         buffered: 0,
         current: None,
+        drain_told: false,
         unacked: 0,
         ack_now: false,
         ack_due: u64::MAX,
@@ -1017,7 +1023,7 @@ impl Sim {
         let peer = &mut self.nodes[n].peers[p];
         let r = &mut peer.rx[lane];
         let step = match r.reasm.feed(flags, bytes, MAX_MSG) {
-            Ok(s) => (s.start, s.complete),
+            Ok(s) => (s.start, s.complete, s.offset + s.data.len(), s.data.len()),
             Err(e) => {
                 self.m.reasm_errors += 1;
                 r.current = None;
@@ -1028,11 +1034,30 @@ impl Sim {
             }
         };
         if let Some(h) = step.0 {
-            if lane == Lane::Bulk.index() && peer.granted == Some(h.id) {
+            let granted = lane == Lane::Bulk.index() && peer.granted == Some(h.id);
+            if granted {
                 peer.granted = None;
             }
             peer.rx[lane].current = Some(h);
+            peer.rx[lane].drain_told = !granted;
         }
+        // engine.rs `consume`: a granted message mostly here lets its
+        // sender's next one be granted early.
+        let mut draining = None;
+        if !step.1 && !peer.rx[lane].drain_told {
+            if let Some(h) = peer.rx[lane].current {
+                let in_flight = 2 * self.cfg.window * step.3.max(1);
+                if nearly_received(h.len as usize, step.2, in_flight) {
+                    peer.rx[lane].drain_told = true;
+                    draining = Some((peer.node as u16, h.id));
+                }
+            }
+        }
+        if let Some((from, id)) = draining {
+            self.nodes[n].grants.draining(from, id);
+            self.pump_grants(n);
+        }
+        let peer = &mut self.nodes[n].peers[p];
         if step.1 {
             let Some(h) = peer.rx[lane].current.take() else {
                 return;

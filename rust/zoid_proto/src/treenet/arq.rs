@@ -24,6 +24,9 @@ pub const FAST_RTX_MIN_US: u64 = 1000;
 
 const RETRANSMITTED: u8 = 1;
 const SACKED: u8 = 2;
+/// Bits 2..5 of a frame's flags: how often it was resent (saturating).
+const RESENDS_SHIFT: u32 = 2;
+const RESENDS_MAX: u8 = 7;
 
 /// RTO estimation (RFC 6298), in microseconds.
 #[derive(Clone, Copy, Debug)]
@@ -214,8 +217,17 @@ impl SendWindow {
 
     /// Records the retransmission of `seq`.
     pub fn on_retransmit(&mut self, seq: u32, now: u32) {
-        self.sent_at[seq as usize % RING] = now;
-        self.flags[seq as usize % RING] |= RETRANSMITTED;
+        let i = seq as usize % RING;
+        self.sent_at[i] = now;
+        let resends = (self.resends(seq) + 1).min(RESENDS_MAX);
+        self.flags[i] = (self.flags[i] & !(RESENDS_MAX << RESENDS_SHIFT))
+            | (resends << RESENDS_SHIFT)
+            | RETRANSMITTED;
+    }
+
+    /// How often `seq` was resent (at most [`RESENDS_MAX`]).
+    fn resends(&self, seq: u32) -> u8 {
+        (self.flags[seq as usize % RING] >> RESENDS_SHIFT) & RESENDS_MAX
     }
 
     fn age(&self, seq: u32, now: u32) -> u64 {
@@ -321,10 +333,11 @@ impl SendWindow {
     /// How old unacknowledged frame `seq` may get before it goes again:
     /// the RTO; `fast_after` for a hole below a selectively acked frame
     /// (fast retransmission); for a hole already resent, `fast_after` once
-    /// a frame sent after the resend arrived, else as a tail-loss probe (a
-    /// receiver slower than `fast_after` to answer, an overloaded node, does
-    /// not get every hole again each `fast_after`); twice `fast_after` plus
-    /// the peer's ack delay
+    /// a frame sent after the resend arrived, else `fast_after` doubled for
+    /// every resend after the first (a lost resend goes again a round trip
+    /// later, while a receiver slower than `fast_after` to answer, an
+    /// overloaded node, does not get every hole again each `fast_after`);
+    /// twice `fast_after` plus the peer's ack delay
     /// for the newest frame in flight if it was sent once (a tail-loss
     /// probe: nothing after it can be selectively acked to reveal its loss,
     /// and its answer, an ack, reveals any hole before it).
@@ -336,10 +349,12 @@ impl SendWindow {
             rto.min(fast_after)
         } else if hole {
             // Resent, and nothing sent since has arrived: lost again, or
-            // the receiver is slow.  Probe it as the newest frame is
-            // probed (lost retransmissions at the end of a message would
-            // otherwise wait for RTOs that back off).
-            self.probe_after(fast_after)
+            // the receiver is slow.  The first time a round trip later,
+            // then backing off (never the RTO's backoff and halved
+            // window: lost retransmissions at the end of a message would
+            // wait for RTOs; zoid_sim, docs/sim.md table (i)).
+            let doublings = u32::from(self.resends(seq).saturating_sub(1)).min(4);
+            rto.min(fast_after << doublings)
         } else if newest && !self.is(seq, RETRANSMITTED) {
             self.probe_after(fast_after)
         } else {

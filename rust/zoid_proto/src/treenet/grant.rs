@@ -2,9 +2,10 @@
 
 //! Rendezvous grants, in ZOID's terms: a message larger than
 //! `ack_threshold` frames is announced first (request to send); the
-//! receiver grants large messages one at a time per sending peer and at
-//! most `slots` at once, so a far node's request is not starved by near
-//! nodes and receive memory stays bounded.
+//! receiver grants large messages one at a time per sending peer (the
+//! next one early, once the one arriving is draining) and at most `slots`
+//! at once, so a far node's request is not starved by near nodes and
+//! receive memory stays bounded.
 //!
 //! # Order: weighted round robin
 //!
@@ -20,6 +21,16 @@
 //! tie), and the virtual time moves to that tag.  With equal weights the
 //! peers alternate, each peer's requests in the order they came.
 //!
+//! # Early grants
+//!
+//! A peer's next message would wait a round trip after each of its large
+//! messages (the grant travels while the link idles).  The receiver marks
+//! a granted message *draining* once most of it has arrived
+//! ([`GrantQueue::draining`], [`nearly_received`]); a peer whose only
+//! grant is draining may then be granted its next request, in a free slot
+//! and only when no peer without a grant is waiting, so a peer holds at
+//! most [`MAX_GRANTS_PER_PEER`] grants and `slots` still bounds them all.
+//!
 //! The queue never drops a request silently: a request it cannot hold is
 //! refused with a [`GrantError`], and the receiver answers the sender with a
 //! reject, so no sender waits for a grant that will never come.
@@ -34,6 +45,20 @@ pub const MAX_WAITING_PER_PEER: usize = 2;
 
 /// Most grants that can be active at once (the upper bound of `slots`).
 pub const MAX_SLOTS: usize = 64;
+
+/// Most grants one peer holds at once: one it is sending and, once that
+/// one is draining, the next (see "Early grants" above).
+pub const MAX_GRANTS_PER_PEER: usize = 2;
+
+/// Whether a granted message of `len` bytes of which `received` have
+/// arrived is far enough along to grant its sender's next one: at least
+/// half of it arrived, or what is left fits in `in_flight` bytes (twice
+/// the sender's window, say), so the grant reaches the sender before its
+/// link runs dry.
+pub fn nearly_received(len: usize, received: usize, in_flight: usize) -> bool {
+    let left = len.saturating_sub(received);
+    left <= len / 2 || left <= in_flight
+}
 
 /// Virtual-time cost of one grant at weight 1 (see the module
 /// documentation); a weight `w` costs `UNIT / w`.
@@ -60,6 +85,8 @@ pub struct Waiting {
     request: Request,
     start: u64,
     finish: u64,
+    /// (Granted) most of the message arrived: see [`GrantQueue::draining`].
+    draining: bool,
 }
 
 /// Why a request was refused.
@@ -223,6 +250,7 @@ impl<S: DerefMut<Target = [Waiting]>, A: BorrowMut<[Option<Waiting>]>> GrantQueu
             request: r,
             start,
             finish,
+            draining: false,
         };
         self.len += 1;
         Ok(())
@@ -230,29 +258,60 @@ impl<S: DerefMut<Target = [Waiting]>, A: BorrowMut<[Option<Waiting>]>> GrantQueu
 
     /// The next request to grant now, if any, while fewer than `slots`
     /// grants are active: among the peers without an active grant, the
-    /// request with the smallest start tag, the oldest on a tie.
+    /// request with the smallest start tag, the oldest on a tie; when none
+    /// of them waits, the same among the peers whose one grant is draining
+    /// (an early grant, see the module documentation).
     pub fn next_grant(&mut self) -> Option<Request> {
         if self.active() >= self.slots {
             return None;
         }
-        let busy = |p: u16, active: &[Option<Waiting>]| {
-            active.iter().flatten().any(|a| a.request.peer == p)
+        // 0: no grant; 1: one grant, draining; 2: not eligible.
+        let tier = |p: u16, active: &[Option<Waiting>]| {
+            let mut held = active.iter().flatten().filter(|a| a.request.peer == p);
+            match (held.next(), held.next()) {
+                (None, _) => 0u8,
+                (Some(a), None) if a.draining => 1,
+                _ => 2,
+            }
         };
-        let mut best: Option<(usize, Waiting)> = None;
+        let mut best: Option<(u8, usize, Waiting)> = None;
         for (at, w) in self.queued() {
-            if busy(w.request.peer, self.slots_ref()) {
+            let t = tier(w.request.peer, self.slots_ref());
+            if t == 2 {
                 continue;
             }
-            if best.is_none_or(|(_, b)| w.start < b.start) {
-                best = Some((at, w));
+            if best.is_none_or(|(bt, _, b)| (t, w.start) < (bt, b.start)) {
+                best = Some((t, at, w));
             }
         }
-        let (at, w) = best?;
+        let (_, at, w) = best?;
         let free = self.slots_mut().iter_mut().find(|a| a.is_none())?;
         *free = Some(w);
         self.remove_at(at);
         self.vtime = self.vtime.max(w.start);
         Some(w.request)
+    }
+
+    /// Grants active for `peer` (at most [`MAX_GRANTS_PER_PEER`]).
+    pub fn held(&self, peer: u16) -> usize {
+        self.slots_ref()
+            .iter()
+            .flatten()
+            .filter(|w| w.request.peer == peer)
+            .count()
+    }
+
+    /// Most of the granted message `(peer, id)` arrived: its peer may be
+    /// granted its next request before this one completes.  False if no
+    /// such grant is active.
+    pub fn draining(&mut self, peer: u16, id: u32) -> bool {
+        for w in self.slots_mut().iter_mut().flatten() {
+            if w.request.peer == peer && w.request.id == id {
+                w.draining = true;
+                return true;
+            }
+        }
+        false
     }
 
     /// Removes the queue entry at ring position `at`, keeping FIFO order.

@@ -14,7 +14,8 @@ use zoid_proto::crc32c::Crc32c;
 use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
 use zoid_proto::treenet::frag::{ReasmError, Reassembler};
 use zoid_proto::treenet::grant::{
-    GrantError, GrantQueue, Request, Waiting, MAX_SLOTS, MAX_WAITING_PER_PEER, MAX_WEIGHT, UNIT,
+    GrantError, GrantQueue, Request, Waiting, MAX_GRANTS_PER_PEER, MAX_SLOTS, MAX_WAITING_PER_PEER,
+    MAX_WEIGHT, UNIT,
 };
 use zoid_proto::treenet::wire::{
     self, Checksum, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, HEADER_LEN,
@@ -597,7 +598,8 @@ struct Model {
     cap: usize,
     slots: usize,
     queue: Vec<Tagged>,
-    active: Vec<Tagged>,
+    /// Granted, and whether draining (an early grant may follow).
+    active: Vec<(Tagged, bool)>,
     vtime: u64,
     /// Per peer: finish tag of its last weighted request (the caller's
     /// `last_finish`).
@@ -609,7 +611,12 @@ impl Model {
     /// queued and granted requests); else `push_weighted`.
     fn push(&mut self, r: Request, weight: Option<u32>) -> Result<(), GrantError> {
         let same = |x: &Tagged| x.0.peer == r.peer && x.0.id == r.id;
-        if self.queue.iter().chain(&self.active).any(same) {
+        if self
+            .queue
+            .iter()
+            .chain(self.active.iter().map(|a| &a.0))
+            .any(same)
+        {
             return Err(GrantError::Duplicate);
         }
         if self.queue.iter().filter(|q| q.0.peer == r.peer).count() >= MAX_WAITING_PER_PEER {
@@ -623,7 +630,7 @@ impl Model {
             None => self
                 .queue
                 .iter()
-                .chain(&self.active)
+                .chain(self.active.iter().map(|a| &a.0))
                 .filter(|q| q.0.peer == r.peer)
                 .map(|q| q.2)
                 .max()
@@ -642,31 +649,53 @@ impl Model {
         if self.active.len() >= self.slots {
             return None;
         }
-        let mut best: Option<usize> = None;
-        for (i, q) in self.queue.iter().enumerate() {
-            if self.active.iter().any(|a| a.0.peer == q.0.peer) {
-                continue;
+        // Peers without a grant first; then peers whose one grant drains.
+        for early in [false, true] {
+            let mut best: Option<usize> = None;
+            for (i, q) in self.queue.iter().enumerate() {
+                let held: Vec<bool> = self
+                    .active
+                    .iter()
+                    .filter(|a| a.0 .0.peer == q.0.peer)
+                    .map(|a| a.1)
+                    .collect();
+                let eligible = if early {
+                    held == [true]
+                } else {
+                    held.is_empty()
+                };
+                if eligible && best.is_none_or(|b| q.1 < self.queue[b].1) {
+                    best = Some(i);
+                }
             }
-            if best.is_none_or(|b| q.1 < self.queue[b].1) {
-                best = Some(i);
+            if let Some(b) = best {
+                let t = self.queue.remove(b);
+                self.vtime = self.vtime.max(t.1);
+                self.active.push((t, false));
+                return Some(t.0);
             }
         }
-        let t = self.queue.remove(best?);
-        self.vtime = self.vtime.max(t.1);
-        self.active.push(t);
-        Some(t.0)
+        None
+    }
+
+    fn draining(&mut self, peer: u16, id: u32) -> bool {
+        let a = self
+            .active
+            .iter_mut()
+            .find(|a| a.0 .0.peer == peer && a.0 .0.id == id);
+        a.map(|a| a.1 = true).is_some()
     }
 
     fn complete(&mut self, peer: u16, id: u32) -> bool {
         let i = self
             .active
             .iter()
-            .position(|a| a.0.peer == peer && a.0.id == id);
+            .position(|a| a.0 .0.peer == peer && a.0 .0.id == id);
         i.map(|i| self.active.remove(i)).is_some()
     }
 
     fn forget_peer(&mut self, peer: u16) {
-        self.active.retain(|a| a.0.peer != peer);
+        self.active.retain(|a| a.0 .0.peer != peer);
         self.queue.retain(|a| a.0.peer != peer);
     }
 }
@@ -681,8 +710,9 @@ pub const GRANT_RESTART: u8 = 0x80;
 ///
 /// Input: one byte of initial slots, then two bytes per operation: the
 /// first's low three bits pick push (0: `push`, 1: `push_weighted` at a
-/// weight of 1..=8 from the second byte's top bits) / next_grant / complete
-/// / forget_peer / set_slots / grow, the rest pick the peer (0..8) and id
+/// weight of 1..=8 from the second byte's top bits) / next_grant (2, 3) /
+/// complete (4) / draining (5) / forget_peer / set_slots / grow, the rest
+/// pick the peer (0..8) and id
 /// (0..4) or slot count.  A set_slots whose second byte has [`GRANT_RESTART`] set starts
 /// a new queue instead (several inputs can share one corpus file).  Grow
 /// moves the queue into storage of 0..16 entries (refused when too small).
@@ -736,10 +766,17 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
                     assert!(q.active() <= m.slots, "more grants than slots");
                 }
             }
-            4 | 5 => {
+            4 => {
                 let done = q.complete(peer, id);
                 assert_eq!(done, m.complete(peer, id), "complete {peer} {id}");
                 stats.completed += usize::from(done);
+            }
+            5 => {
+                assert_eq!(
+                    q.draining(peer, id),
+                    m.draining(peer, id),
+                    "draining {peer} {id}"
+                );
             }
             6 if op[1] & GRANT_RESTART != 0 => {
                 let cap = usize::from(op[1] & 15);
@@ -765,14 +802,20 @@ pub fn grant_queue(input: &[u8]) -> GrantStats {
         assert_eq!(q.active(), m.active.len(), "active");
         assert!(q.waiting() <= q.capacity());
         assert!(q.active() <= MAX_SLOTS);
-        let mut peers: Vec<u16> = m.active.iter().map(|a| a.0.peer).collect();
-        peers.sort_unstable();
-        peers.dedup();
-        assert_eq!(
-            peers.len(),
-            m.active.len(),
-            "two active grants for one peer"
-        );
+        // At most two grants per peer, and of two the older is draining.
+        for a in m.active.iter() {
+            let mut held = m.active.iter().filter(|b| b.0 .0.peer == a.0 .0.peer);
+            assert!(
+                held.clone().count() <= MAX_GRANTS_PER_PEER,
+                "three grants for one peer"
+            );
+            if held.clone().count() == 2 {
+                assert!(
+                    held.next().is_some_and(|b| b.1),
+                    "an early grant before draining"
+                );
+            }
+        }
     }
     stats
 }
