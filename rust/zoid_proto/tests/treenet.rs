@@ -418,14 +418,19 @@ fn a_resent_hole_backs_off_until_a_later_frame_arrives() {
     goes_at(&mut s, 10_000, 10_001);
 }
 
-#[test]
-fn grants_take_turns_one_per_peer_bounded_by_slots() {
-    let mut g = GrantQueue::with_storage(vec![Waiting::default(); 8], 2);
-    let r = |peer, id| Request {
+/// A request to send 1 MiB.
+fn mib_request(peer: u16, id: u32) -> Request {
+    Request {
         peer,
         id,
         len: 1 << 20,
-    };
+    }
+}
+
+#[test]
+fn grants_take_turns_one_per_peer_bounded_by_slots() {
+    let mut g = GrantQueue::with_storage(vec![Waiting::default(); 8], 2);
+    let r = mib_request;
     g.push(r(1, 1)).unwrap();
     g.push(r(1, 2)).unwrap();
     g.push(r(2, 1)).unwrap();
@@ -457,11 +462,7 @@ fn grants_take_turns_one_per_peer_bounded_by_slots() {
 #[test]
 fn a_draining_grant_lets_its_peer_go_on() {
     let mut g = GrantQueue::with_storage(vec![Waiting::default(); 8], 2);
-    let r = |peer, id| Request {
-        peer,
-        id,
-        len: 1 << 20,
-    };
+    let r = mib_request;
     g.push(r(1, 1)).unwrap();
     g.push(r(1, 2)).unwrap();
     assert_eq!(g.next_grant(), Some(r(1, 1)));
