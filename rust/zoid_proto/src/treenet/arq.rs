@@ -22,9 +22,9 @@ fn seq_diff(a: u32, b: u32) -> i64 {
 /// reordering on the link is more likely than loss.
 pub const FAST_RTX_MIN_US: u64 = 1000;
 
-const RETRANSMITTED: u8 = 1;
 const SACKED: u8 = 2;
-/// Bits 2..5 of a frame's flags: how often it was resent (saturating).
+/// Bits 2..4 of a frame's flags: how often it was resent (saturating; 0:
+/// sent once).
 const RESENDS_SHIFT: u32 = 2;
 const RESENDS_MAX: u8 = 7;
 
@@ -220,14 +220,18 @@ impl SendWindow {
         let i = seq as usize % RING;
         self.sent_at[i] = now;
         let resends = (self.resends(seq) + 1).min(RESENDS_MAX);
-        self.flags[i] = (self.flags[i] & !(RESENDS_MAX << RESENDS_SHIFT))
-            | (resends << RESENDS_SHIFT)
-            | RETRANSMITTED;
+        self.flags[i] =
+            (self.flags[i] & !(RESENDS_MAX << RESENDS_SHIFT)) | (resends << RESENDS_SHIFT);
     }
 
     /// How often `seq` was resent (at most [`RESENDS_MAX`]).
     fn resends(&self, seq: u32) -> u8 {
         (self.flags[seq as usize % RING] >> RESENDS_SHIFT) & RESENDS_MAX
+    }
+
+    /// Whether `seq` was resent at least once.
+    fn retransmitted(&self, seq: u32) -> bool {
+        self.resends(seq) > 0
     }
 
     fn age(&self, seq: u32, now: u32) -> u64 {
@@ -241,7 +245,7 @@ impl SendWindow {
     /// Notes that `seq` arrived.  A retransmitted frame is left out: which
     /// of its copies arrived is unknown (Karn's rule again).
     fn delivered(&mut self, seq: u32) {
-        if self.is(seq, RETRANSMITTED) {
+        if self.retransmitted(seq) {
             return;
         }
         let t = self.sent_at[seq as usize % RING];
@@ -274,7 +278,7 @@ impl SendWindow {
         // Karn: sample only from a frame sent once; the newest acked one.
         if advance > 0 {
             let last = next.wrapping_sub(1);
-            if !self.is(last, RETRANSMITTED) {
+            if !self.retransmitted(last) {
                 self.rto.sample(self.age(last, now));
             }
         }
@@ -345,7 +349,7 @@ impl SendWindow {
         let rto = self.rto.rto();
         let hole = highest_sacked.is_some_and(|h| seq_diff(h, seq) > 0);
         let newest = seq.wrapping_add(1) == self.next;
-        if hole && (self.overtaken(seq) || !self.is(seq, RETRANSMITTED)) {
+        if hole && (self.overtaken(seq) || !self.retransmitted(seq)) {
             rto.min(fast_after)
         } else if hole {
             // Resent, and nothing sent since has arrived: lost again, or
@@ -355,7 +359,7 @@ impl SendWindow {
             // wait for RTOs; zoid_sim, docs/sim.md table (i)).
             let doublings = u32::from(self.resends(seq).saturating_sub(1)).min(4);
             rto.min(fast_after << doublings)
-        } else if newest && !self.is(seq, RETRANSMITTED) {
+        } else if newest && !self.retransmitted(seq) {
             self.probe_after(fast_after)
         } else {
             rto
