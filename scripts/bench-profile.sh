@@ -10,12 +10,14 @@
 #
 #   scripts/bench-profile.sh [extra qemu/pset options]
 #   WORKLOADS="treenet_4k tcp_4k" TOP=60 scripts/bench-profile.sh
+#   WORKLOADS="zoid_write_1m fwd_write_1m" scripts/bench-profile.sh  (zoid calls)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 log="$repo/out/bench-profile"
 tcpbench=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)
 kprof=$("$here/build-guest-tool.sh" x86_64 tools/kprof/kprof.c)
+zoidbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/zoidbench.c)
 rm -rf "$log"
 env="TOP=${TOP:-40}"
 [ -n "${WORKLOADS:-}" ] && env="$env WORKLOADS='$WORKLOADS'"
@@ -23,6 +25,7 @@ rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor "${FLAVOR:-release}" --cns 1 --log "$log" \
   --add "$tcpbench:/zoid/bench/tcpbench" \
   --add "$kprof:/zoid/bench/kprof" \
+  --add "$zoidbench:/zoid/bench/zoidbench" \
   --add "$repo/qemu/guest/bench/lib.sh:/zoid/bench/lib.sh" \
   --add "$repo/qemu/guest/bench/profile.sh:/zoid/bench/profile.sh" \
   --ion-cmd "$env sh /zoid/bench/profile.sh" --cn-cmd "$env sh /zoid/bench/profile.sh" \

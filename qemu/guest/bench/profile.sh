@@ -12,12 +12,19 @@
 #   treenet_auth_1m        the same with authenticated frames (a key on both)
 #   treenet_crc_1m         the same with CRC-32C checksums (fast_checksum=0)
 #   tcp_rtt, treenet_rtt   32-byte round trips
+#   zoid_write_1m, zoid_read_1m  1 MiB write/read calls through /dev/zoid
+#                          (the unix plug-in on a tmpfs export), one at a time
+#   fwd_write_1m, fwd_read_1m    the same calls through zoidbench's TCP
+#                          forwarder (bench-zoid's CIOD baseline)
+#   zoid_null, fwd_null    null calls
 # The output, per workload and node, between "== <workload> <node>" and
 # "== end": on the CN the workload's result, kprof's PROF lines
 # (docs/treenet.md "Where the time goes"), then what the node's counters
 # did (lib.sh's snap and delta: frames, acks, engine passes, thread
 # switches, virtio interrupts; in all and per message or round trip).
 BIN=${TCPBENCH:-/zoid/bench/tcpbench}
+ZB=${ZOIDBENCH:-/zoid/bench/zoidbench}
+ZPORT=5202
 KPROF=${KPROF:-/zoid/bench/kprof}
 PORT=5201
 WORKLOADS=${WORKLOADS:-"tcp_4k treenet_4k tcp_1m treenet_1m tcp_rtt treenet_rtt"}
@@ -33,8 +40,8 @@ ops() {
   case "$1" in
     *_4k) echo 8192 ;;
     *_1m) echo 48 ;;
+    *_rtt | *_null) echo 2000 ;;
     *) echo 1 ;;
-    *_rtt) echo 2000 ;;
   esac
 }
 
@@ -49,19 +56,44 @@ run() {
     treenet_1m | treenet_auth_1m | treenet_crc_1m)
       echo "sink 0 1048576 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
     treenet_rtt) echo "ping 0 32 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
+    zoid_write_1m | zoid_read_1m) "$ZB" "${1#zoid_}" zoid 1048576 "$n" ;;
+    fwd_write_1m | fwd_read_1m) "$ZB" "${1#fwd_}" "tcp:$ION_IP:$ZPORT" 1048576 "$n" ;;
+    zoid_null) "$ZB" null zoid "$n" ;;
+    fwd_null) "$ZB" null "tcp:$ION_IP:$ZPORT" "$n" ;;
     *) echo "unknown workload $1"; return 1 ;;
   esac
 }
 
+zoid_calls=
+case " $WORKLOADS " in *" zoid_"* | *" fwd_"*) zoid_calls=1 ;; esac
+if [ -n "$zoid_calls" ]; then
+  [ -x "$ZB" ] || die "no zoidbench at $ZB"
+  [ -d "$Z" ] || die "zoid is not loaded"
+fi
 if [ "$ZOID_ROLE" = ion ]; then
   "$BIN" server "$PORT" "$ION_IP" &
   server=$!
+  if [ -n "$zoid_calls" ]; then
+    # bench-zoid's setup (lib.sh start_forwarder): zoid's export and the
+    # TCP forwarder, each on its own tmpfs directory.
+    mkdir -p /tmp/export /tmp/fwd
+    chmod 1777 /tmp/export
+    echo /tmp/export > "$Z/export" || die "cannot set the export"
+    "$ZB" server "$ZPORT" "$ION_IP" /tmp/fwd &
+    zserver=$!
+  fi
 fi
 barrier 1
 if [ "$ZOID_ROLE" = cn ]; then
   # Warm-ups: ARP, the TCP server's start, treenet's first round trip.
   "$BIN" ping "$ION_IP" "$PORT" 32 20 > /dev/null || fail tcp_warmup
   echo "ping 0 32 20" > "$TN/selftest" || fail treenet_warmup
+  if [ -n "$zoid_calls" ]; then
+    # Attach, and the files' pages, before anything is sampled.
+    "$ZB" null zoid 20 > /dev/null || fail zoid_warmup
+    "$ZB" write zoid 1048576 4 > /dev/null || fail zoid_warmup
+    "$ZB" write "tcp:$ION_IP:$ZPORT" 1048576 4 > /dev/null || fail fwd_warmup
+  fi
 fi
 i=0
 for w in $WORKLOADS; do
@@ -96,7 +128,9 @@ for w in $WORKLOADS; do
 done
 if [ "$ZOID_ROLE" = cn ]; then
   "$BIN" quit "$ION_IP" "$PORT" || fail tcp_quit "cannot stop the server"
+  [ -z "$zoid_calls" ] || "$ZB" quit "tcp:$ION_IP:$ZPORT" || fail fwd_quit "cannot stop the forwarder"
 else
   wait "$server" || die "tcpbench server failed"
+  [ -z "$zoid_calls" ] || wait "$zserver" || die "zoidbench forwarder failed"
 fi
 exit "$failed"
