@@ -58,6 +58,8 @@ extern "C" {
         dst: *mut c_void,
         len: usize,
     ) -> c_int;
+    fn treenet_msg_map(msg: *const RawMsg) -> *const u8;
+    fn treenet_msg_unmap(msg: *const RawMsg, addr: *const u8);
     fn treenet_node_id() -> c_int;
     fn treenet_reachable(node: u16) -> bool;
     fn treenet_drive_until(channel: u16, done: *const u32, timeout: c_long) -> c_int;
@@ -221,6 +223,58 @@ impl Drop for Message {
         // SAFETY: `raw` was handed to us by a receive callback and this is
         // its one release.
         unsafe { treenet_msg_put(self.raw) }
+    }
+}
+
+impl Message {
+    /// The message as one slice, its pages mapped (not copied) into
+    /// contiguous kernel addresses; the message back (`Err`) when the
+    /// mapping cannot be made.  May sleep.
+    pub(crate) fn into_mapped(self) -> core::result::Result<MappedMessage, Message> {
+        // SAFETY: `raw` is live and stays so while the `MappedMessage`
+        // holds it; it unmaps before releasing it.
+        let addr = unsafe { treenet_msg_map(self.raw) };
+        if addr.is_null() {
+            return Err(self);
+        }
+        let len = self.len();
+        Ok(MappedMessage {
+            msg: self,
+            addr,
+            len,
+        })
+    }
+}
+
+/// A received message mapped contiguously ([`Message::into_mapped`]):
+/// reads as `&[u8]` without a copy; unmapped and released on drop.
+pub(crate) struct MappedMessage {
+    msg: Message,
+    addr: *const u8,
+    len: usize,
+}
+
+// SAFETY: the mapping shows an immutable, reference-counted page list
+// that `msg` keeps alive; it may be read and undone from any thread.
+unsafe impl Send for MappedMessage {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for MappedMessage {}
+
+impl core::ops::Deref for MappedMessage {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `addr` maps the `len` bytes of `msg`, which is immutable
+        // and alive as long as `self`.
+        unsafe { core::slice::from_raw_parts(self.addr, self.len) }
+    }
+}
+
+impl Drop for MappedMessage {
+    fn drop(&mut self) {
+        // SAFETY: `addr` is `msg`'s mapping, undone once, here, before
+        // `msg` (a field, dropped after this) is released.
+        unsafe { treenet_msg_unmap(self.msg.raw, self.addr) }
     }
 }
 

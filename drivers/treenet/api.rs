@@ -9,7 +9,7 @@
 //! and release each with `treenet_msg_put`.
 
 use crate::engine::{ChannelHandler, Treenet};
-use crate::zoid_kernel::msgbuf::MsgBuf;
+use crate::zoid_kernel::msgbuf::{MsgBuf, MsgMap};
 use kernel::ffi::{c_int, c_long, c_void};
 use kernel::prelude::*;
 use kernel::sync::{atomic::Atomic, global_lock, Arc};
@@ -348,6 +348,39 @@ pub(crate) unsafe extern "C" fn treenet_msg_read(
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
+}
+
+/// Maps a message's bytes contiguously, without copying them: a pointer to
+/// its `treenet_msg_len` bytes, valid until `treenet_msg_unmap`, or null
+/// when the mapping cannot be made (read with `treenet_msg_read` instead).
+/// May sleep.
+///
+/// # Safety
+///
+/// `msg` as for `treenet_msg_len`, and it must outlive the mapping.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_map(msg: *const TreenetMsg) -> *const u8 {
+    // SAFETY: per the contract, `msg` is a live `Arc<MsgBuf>` pointer,
+    // alive until the mapping is undone.
+    let m = unsafe { &*msg.cast::<MsgBuf>() };
+    match m.map() {
+        Ok(map) => map.into_raw(),
+        Err(_) => core::ptr::null(),
+    }
+}
+
+/// Undoes `treenet_msg_map`.
+///
+/// # Safety
+///
+/// `addr` came from `treenet_msg_map(msg)`, `msg` is still live, and
+/// neither `addr` nor any pointer into the mapping is used afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_unmap(msg: *const TreenetMsg, addr: *const u8) {
+    // SAFETY: per the contract, `msg` is a live `Arc<MsgBuf>` pointer.
+    let m = unsafe { &*msg.cast::<MsgBuf>() };
+    // SAFETY: per the contract, `addr` is `m`'s mapping, taken back once.
+    drop(unsafe { MsgMap::from_raw(addr, m.len()) });
 }
 
 /// Releases a received message.

@@ -66,6 +66,8 @@ void treenet_msg_abort(struct treenet_msg_builder *b);
 int treenet_send_msg(u16 channel, u16 dst, const struct treenet_msg *msg, bool block);
 int treenet_msg_read_user(const struct treenet_msg *msg, size_t offset, void __user *dst,
 			  size_t len);
+const u8 *treenet_msg_map(const struct treenet_msg *msg);
+void treenet_msg_unmap(const struct treenet_msg *msg, const u8 *addr);
 int treenet_node_id(void);
 bool treenet_reachable(u16 node);
 int treenet_drive_until(u16 channel, const u32 *done, long timeout);
@@ -87,6 +89,8 @@ EXPORT_SYMBOL_GPL(treenet_msg_seal);
 EXPORT_SYMBOL_GPL(treenet_msg_abort);
 EXPORT_SYMBOL_GPL(treenet_send_msg);
 EXPORT_SYMBOL_GPL(treenet_msg_read_user);
+EXPORT_SYMBOL_GPL(treenet_msg_map);
+EXPORT_SYMBOL_GPL(treenet_msg_unmap);
 EXPORT_SYMBOL_GPL(treenet_node_id);
 EXPORT_SYMBOL_GPL(treenet_reachable);
 EXPORT_SYMBOL_GPL(treenet_drive_until);

@@ -35,6 +35,8 @@ counters! {
         errors_sent: "ION: error replies sent.",
         reply_send_failed: "ION: replies treenet could not send.",
         dropped_nomem: "Messages dropped for lack of memory.",
+        requests_mapped: "ION: requests read in place (treenet's pages mapped, not copied).",
+        requests_map_failed: "ION: large requests copied because their pages could not be mapped.",
         process_exits: "ION: process-exit notices received.",
         cancels: "ION: cancel notices received.",
         copies_running: "ION: calls sent again while their first copy ran (dropped: its reply answers).",

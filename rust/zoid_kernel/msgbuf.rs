@@ -4,8 +4,12 @@
 //!
 //! A [`MsgBuf`] holds `len` bytes in order-0 pages (no large contiguous
 //! allocation, even for 4 MiB messages), with bounds-checked copies in and
-//! out at any offset.
+//! out at any offset, and [`MsgBuf::map`], a contiguous view of its pages
+//! (a `vmap`) for code that wants the message as one slice without
+//! copying it.
 
+use core::marker::PhantomData;
+use core::ptr::NonNull;
 use kernel::page::{Page, PAGE_SIZE};
 use kernel::prelude::*;
 use kernel::uaccess::{UserPtr, UserSliceReader};
@@ -17,6 +21,8 @@ extern "C" {
         dst: *mut core::ffi::c_void,
         len: usize,
     ) -> core::ffi::c_ulong;
+    fn zk_vmap_pages(pages: *mut *mut core::ffi::c_void, count: u32) -> *mut u8;
+    fn zk_vunmap(addr: *const u8);
 }
 
 /// A message buffer.
@@ -154,5 +160,101 @@ impl MsgBuf {
             offset += n;
         }
         Ok(())
+    }
+}
+
+impl MsgBuf {
+    /// The buffer's bytes as one slice, mapped (not copied) into a
+    /// contiguous range of kernel addresses; `ENOMEM` when the mapping
+    /// cannot be made (fall back to [`MsgBuf::read_at`]).  May sleep.
+    ///
+    /// Map only a buffer whose bytes were all written (a zero-filled one,
+    /// or a reassembled message): a [`MsgBuf::for_filling`] page may still
+    /// hold an earlier user's bytes.
+    pub(crate) fn map(&self) -> Result<MsgMap<'_>> {
+        if self.len == 0 {
+            return Ok(MsgMap {
+                addr: NonNull::dangling(),
+                len: 0,
+                _buf: PhantomData,
+            });
+        }
+        let n = self.len.div_ceil(PAGE_SIZE);
+        let count = u32::try_from(n).map_err(|_| ENOMEM)?;
+        let mut ptrs = KVec::with_capacity(n, GFP_KERNEL)?;
+        for page in self.pages.iter().take(n) {
+            ptrs.push(page.as_ptr().cast::<core::ffi::c_void>(), GFP_KERNEL)?;
+        }
+        // SAFETY: `ptrs` holds `count` live pages, which `self` keeps
+        // allocated for the mapping's lifetime (it borrows `self`); vmap
+        // does not keep the array (VM_MAP).
+        let addr = unsafe { zk_vmap_pages(ptrs.as_mut_ptr(), count) };
+        Ok(MsgMap {
+            addr: NonNull::new(addr).ok_or(ENOMEM)?,
+            len: self.len,
+            _buf: PhantomData,
+        })
+    }
+}
+
+/// A [`MsgBuf`]'s bytes mapped contiguously ([`MsgBuf::map`]); unmapped
+/// on drop.
+pub(crate) struct MsgMap<'a> {
+    addr: NonNull<u8>,
+    len: usize,
+    _buf: PhantomData<&'a MsgBuf>,
+}
+
+// SAFETY: the mapping is of immutable pages that `'a` keeps alive; it may
+// be read and unmapped from any thread.
+unsafe impl Send for MsgMap<'_> {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for MsgMap<'_> {}
+
+impl MsgMap<'_> {
+    /// Gives the mapping up to a raw address (for treenet's C ABI), to be
+    /// taken back with [`MsgMap::from_raw`] and unmapped by dropping it.
+    pub(crate) fn into_raw(self) -> *const u8 {
+        let addr = self.addr.as_ptr().cast_const();
+        core::mem::forget(self);
+        addr
+    }
+
+    /// Takes back a mapping of `len` bytes given up by
+    /// [`MsgMap::into_raw`].
+    ///
+    /// # Safety
+    ///
+    /// `addr` came from `into_raw` of a mapping of `len` bytes whose buffer
+    /// is still alive for `'a`, and is not taken back again.
+    pub(crate) unsafe fn from_raw<'a>(addr: *const u8, len: usize) -> MsgMap<'a> {
+        MsgMap {
+            // SAFETY: per the contract, `addr` came from a `NonNull`.
+            addr: unsafe { NonNull::new_unchecked(addr.cast_mut()) },
+            len,
+            _buf: PhantomData,
+        }
+    }
+}
+
+impl core::ops::Deref for MsgMap<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `addr` maps `len` bytes of the buffer's pages (or is
+        // dangling for `len == 0`), alive and unchanged while `'a` lasts
+        // (the buffer is borrowed shared); the bytes were all written
+        // (`map`'s contract).
+        unsafe { core::slice::from_raw_parts(self.addr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for MsgMap<'_> {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: `addr` is a live vmap made by `MsgBuf::map`, not
+            // unmapped yet; nothing uses it after `self`.
+            unsafe { zk_vunmap(self.addr.as_ptr()) };
+        }
     }
 }

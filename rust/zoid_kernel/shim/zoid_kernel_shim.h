@@ -133,6 +133,8 @@ int zk_run_helper(const char *path, char **argv, char **envp, bool wait);
 struct page;
 unsigned long zk_page_copy_to_user(struct page *page, size_t offset, void __user *dst,
 				   size_t len);
+void *zk_vmap_pages(struct page **pages, unsigned int count);
+void zk_vunmap(const void *addr);
 
 /* vm.c: user mappings filled at fault time */
 struct vm_area_struct;
