@@ -60,6 +60,9 @@ extern "C" {
     ) -> c_int;
     fn treenet_msg_map(msg: *const RawMsg) -> *const u8;
     fn treenet_msg_unmap(msg: *const RawMsg, addr: *const u8);
+    fn treenet_msg_builder_map(b: *mut RawBuilder) -> *mut u8;
+    fn treenet_msg_builder_unmap(b: *mut RawBuilder, addr: *mut u8);
+    fn treenet_msg_truncate(b: *mut RawBuilder, len: usize) -> c_int;
     fn treenet_node_id() -> c_int;
     fn treenet_reachable(node: u16) -> bool;
     fn treenet_drive_until(channel: u16, done: *const u32, timeout: c_long) -> c_int;
@@ -106,6 +109,7 @@ fn to_result(rc: c_int) -> Result {
 /// place (from kernel or user memory), so sending copies nothing more.
 pub(crate) struct MessageBuilder {
     raw: *mut RawBuilder,
+    len: usize,
 }
 
 // SAFETY: the builder is exclusively owned; treenet's functions on it may
@@ -121,7 +125,39 @@ impl MessageBuilder {
         if raw.is_null() {
             return Err(ENOMEM);
         }
-        Ok(Self { raw })
+        Ok(Self { raw, len })
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Shortens it to `len` bytes (`EINVAL` if it is shorter).
+    pub(crate) fn truncate(&mut self, len: usize) -> Result {
+        // SAFETY: `raw` is live and ours, and not mapped (a mapping
+        // borrows `self`).
+        to_result(unsafe { treenet_msg_truncate(self.raw, len) })?;
+        self.len = len;
+        Ok(())
+    }
+
+    /// Its bytes as one writable slice, treenet's pages mapped (not
+    /// copied) into contiguous kernel addresses (`ENOMEM`).  May sleep.
+    pub(crate) fn map(&mut self) -> Result<MappedBuilder<'_>> {
+        // SAFETY: `raw` is live and ours; the mapping borrows `self`
+        // exclusively, so nothing else touches the builder until it is
+        // undone.
+        let addr = unsafe { treenet_msg_builder_map(self.raw) };
+        if addr.is_null() {
+            return Err(ENOMEM);
+        }
+        let len = self.len;
+        Ok(MappedBuilder {
+            builder: self,
+            addr,
+            len,
+        })
     }
 
     /// Copies `data` in at `offset`.
@@ -152,6 +188,38 @@ impl MessageBuilder {
             return Err(ENOMEM);
         }
         Ok(Message { raw: msg })
+    }
+}
+
+/// A [`MessageBuilder`] mapped contiguously ([`MessageBuilder::map`]):
+/// reads and writes as `&mut [u8]`; unmapped on drop.
+pub(crate) struct MappedBuilder<'a> {
+    builder: &'a mut MessageBuilder,
+    addr: *mut u8,
+    len: usize,
+}
+
+impl core::ops::Deref for MappedBuilder<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `addr` maps the builder's `len` bytes (zero-filled when
+        // made), borrowed exclusively as long as `self`.
+        unsafe { core::slice::from_raw_parts(self.addr, self.len) }
+    }
+}
+
+impl core::ops::DerefMut for MappedBuilder<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self`: no other slice of it lives.
+        unsafe { core::slice::from_raw_parts_mut(self.addr, self.len) }
+    }
+}
+
+impl Drop for MappedBuilder<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `addr` is the builder's mapping, undone once, here.
+        unsafe { treenet_msg_builder_unmap(self.builder.raw, self.addr) }
     }
 }
 

@@ -9,7 +9,7 @@
 //! and release each with `treenet_msg_put`.
 
 use crate::engine::{ChannelHandler, Treenet};
-use crate::zoid_kernel::msgbuf::{MsgBuf, MsgMap};
+use crate::zoid_kernel::msgbuf::{MsgBuf, MsgMap, MsgMapMut};
 use kernel::ffi::{c_int, c_long, c_void};
 use kernel::prelude::*;
 use kernel::sync::{atomic::Atomic, global_lock, Arc};
@@ -232,6 +232,61 @@ pub(crate) unsafe extern "C" fn treenet_msg_write_user(
     let m = unsafe { &mut *b.cast::<MsgBuf>() };
     let mut reader = UserSlice::new(UserPtr::from_ptr(src), len).reader();
     match m.write_from_user(offset, &mut reader, len) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Maps a message being filled contiguously and writable: a pointer to
+/// its bytes (as many as `treenet_msg_new` was given, or
+/// `treenet_msg_truncate` left), valid until `treenet_msg_builder_unmap`,
+/// or null when the mapping cannot be made.  May sleep.
+///
+/// # Safety
+///
+/// `b` as for `treenet_msg_write`; until the unmap, it is used by nothing
+/// but the mapping.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_builder_map(b: *mut TreenetMsgBuilder) -> *mut u8 {
+    // SAFETY: per the contract, `b` is a live, exclusively owned builder.
+    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    match m.map_mut() {
+        Ok(map) => map.into_raw(),
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// Undoes `treenet_msg_builder_map`.
+///
+/// # Safety
+///
+/// `addr` came from `treenet_msg_builder_map(b)`, `b` is still live, and
+/// no pointer into the mapping is used afterwards.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_builder_unmap(
+    b: *mut TreenetMsgBuilder,
+    addr: *mut u8,
+) {
+    // SAFETY: per the contract, `b` is a live builder.
+    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    // SAFETY: per the contract, `addr` is `m`'s mapping, taken back once.
+    drop(unsafe { MsgMapMut::from_raw(addr, m.len()) });
+}
+
+/// Shortens a message being filled to `len` bytes: 0, or `-EINVAL` if it
+/// is shorter.
+///
+/// # Safety
+///
+/// `b` as for `treenet_msg_write`, not mapped.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn treenet_msg_truncate(
+    b: *mut TreenetMsgBuilder,
+    len: usize,
+) -> c_int {
+    // SAFETY: per the contract, `b` is a live, exclusively owned builder.
+    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    match m.truncate(len) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

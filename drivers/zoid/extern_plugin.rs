@@ -225,7 +225,7 @@ impl Plugin for ExternPlugin {
             0 if len <= reply.len() => Ok(Reply::ok(len)),
             0 => Err(DispatchError::Refused(-EIO.to_errno())),
             rc if rc == ENOSYS.to_errno() => Err(DispatchError::UnknownFunction),
-            rc if rc == E2BIG.to_errno() => Err(DispatchError::ReplyTooLarge),
+            rc if rc == E2BIG.to_errno() => Err(DispatchError::ReplyTooLarge { need: 0 }),
             rc => Err(DispatchError::Refused(-rc)),
         }
     }

@@ -36,7 +36,7 @@ use crate::zoid_kernel::hooks::{ssi_hook, Hook};
 use crate::zoid_kernel::kthread::{KThread, Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::time::now_ns;
 use crate::zoid_proto::zoid::ledger::Admit;
-use crate::zoid_proto::zoid::plugin::DispatchError;
+use crate::zoid_proto::zoid::plugin::{DispatchError, Reply};
 use crate::zoid_proto::zoid::sched::{
     classify, CallScheduler, Priority, QueuedCall, DEFAULT_AGING,
 };
@@ -617,6 +617,11 @@ impl Queue {
 }
 
 /// Runs one call and sends its reply; `reply` is the worker's buffer.
+///
+/// A reply that needs at least [`MAP_BYTES`] more than the buffer holds (a
+/// large read) is written by the plug-in straight into a treenet message
+/// mapped contiguously, which is then sent as it is: no copy of the
+/// results on the ION, and the worker's buffer stays small.
 fn run_call(
     core: &ServerCore,
     reply: &mut KVVec<u8>,
@@ -627,13 +632,38 @@ fn run_call(
 ) {
     let start = now_ns();
     let max_reply = core.knobs.max_reply.load(Relaxed) as usize;
+    let mut in_message = None;
     let result = loop {
         let (_, body) = reply.split_at_mut(CALL_HEADER_LEN);
         match plugin.dispatch(caller, hdr.function, args, body) {
-            // The reply did not fit this buffer: grow it (the plug-in has
-            // not run yet) up to the limit, else E2BIG.
-            Err(DispatchError::ReplyTooLarge) if reply.len() < max_reply => {
-                if reply.resize(max_reply, 0, GFP_KERNEL).is_err() {
+            // The reply did not fit this buffer (the plug-in has not run
+            // yet): into a message of its own if it is large, else into
+            // this buffer grown as needed, up to the limit; else E2BIG.
+            Err(DispatchError::ReplyTooLarge { need })
+                if need >= MAP_BYTES && need <= max_reply.saturating_sub(CALL_HEADER_LEN) =>
+            {
+                match dispatch_in_message(plugin, caller, hdr, args, need) {
+                    Ok((r, msg)) => {
+                        core.stats.c.replies_mapped.fetch_add(1, Relaxed);
+                        in_message = Some(msg);
+                        break r;
+                    }
+                    Err(_) => {
+                        core.stats.c.replies_map_failed.fetch_add(1, Relaxed);
+                        if reply.resize(max_reply, 0, GFP_KERNEL).is_err() {
+                            break Err(pos(ENOMEM));
+                        }
+                    }
+                }
+            }
+            Err(DispatchError::ReplyTooLarge { need }) if reply.len() < max_reply => {
+                let want = CALL_HEADER_LEN.saturating_add(need);
+                let want = if need == 0 || want > max_reply || want <= reply.len() {
+                    max_reply
+                } else {
+                    want
+                };
+                if reply.resize(want, 0, GFP_KERNEL).is_err() {
                     break Err(pos(ENOMEM));
                 }
             }
@@ -666,10 +696,64 @@ fn run_call(
         core.ledger.finish(caller.node, hdr.tag, true);
         return;
     }
-    let head = reply_header(hdr, errno, len);
-    reply[..CALL_HEADER_LEN].copy_from_slice(&head);
-    let sent = send_reply(&core.stats, caller.node, &reply[..CALL_HEADER_LEN + len]);
+    let sent = match in_message {
+        // The results, with their header, are in the message already.
+        Some(msg) if errno == 0 => send_reply_message(&core.stats, caller.node, msg, len),
+        _ => {
+            let head = reply_header(hdr, errno, len);
+            reply[..CALL_HEADER_LEN].copy_from_slice(&head);
+            send_reply(&core.stats, caller.node, &reply[..CALL_HEADER_LEN + len])
+        }
+    };
     core.ledger.finish(caller.node, hdr.tag, sent.is_ok());
+}
+
+/// Runs a call whose reply needs `need` bytes with its reply buffer a
+/// treenet message of that size (zero-filled), mapped; on success the
+/// reply header is written in front.  Fails (`ENOMEM`) only before the
+/// plug-in runs.
+fn dispatch_in_message(
+    plugin: &Arc<dyn Plugin>,
+    caller: &Caller,
+    hdr: &CallHeader,
+    args: &[u8],
+    need: usize,
+) -> Result<(core::result::Result<Reply, i32>, treenet::MessageBuilder)> {
+    let mut msg = treenet::MessageBuilder::new(CALL_HEADER_LEN + need)?;
+    let mut map = msg.map()?;
+    let (head, body) = map.split_at_mut(CALL_HEADER_LEN);
+    let r = match plugin.dispatch(caller, hdr.function, args, body) {
+        Ok(r) => {
+            if r.errno == 0 {
+                head.copy_from_slice(&reply_header(hdr, 0, r.len));
+            }
+            Ok(r)
+        }
+        Err(e) => Err(e.errno()),
+    };
+    drop(map);
+    Ok((r, msg))
+}
+
+/// Sends a reply built in a treenet message ([`dispatch_in_message`]),
+/// `len` bytes of results after the header, without copying it.
+fn send_reply_message(
+    stats: &Stats,
+    dst: u16,
+    mut msg: treenet::MessageBuilder,
+    len: usize,
+) -> Result {
+    let total = CALL_HEADER_LEN + len;
+    stats.c.bytes_sent.fetch_add(total as u64, Relaxed);
+    stats.c.msgs_sent.fetch_add(1, Relaxed);
+    let sent = msg
+        .truncate(total)
+        .and_then(|()| msg.seal())
+        .and_then(|m| treenet::send_message(CHANNEL, dst, &m, true));
+    if sent.is_err() {
+        stats.c.reply_send_failed.fetch_add(1, Relaxed);
+    }
+    sent
 }
 
 /// The receive thread's body.

@@ -37,6 +37,8 @@ counters! {
         dropped_nomem: "Messages dropped for lack of memory.",
         requests_mapped: "ION: requests read in place (treenet's pages mapped, not copied).",
         requests_map_failed: "ION: large requests copied because their pages could not be mapped.",
+        replies_mapped: "ION: replies written in place into treenet's pages (large results, no copy).",
+        replies_map_failed: "ION: large replies built in the worker's buffer because no message could be mapped.",
         process_exits: "ION: process-exit notices received.",
         cancels: "ION: cancel notices received.",
         copies_running: "ION: calls sent again while their first copy ran (dropped: its reply answers).",

@@ -218,7 +218,7 @@ impl<S: Declared> Registration<S> {
                 0
             }
             Err(DispatchError::UnknownFunction) => ENOSYS.to_errno(),
-            Err(DispatchError::ReplyTooLarge) => E2BIG.to_errno(),
+            Err(DispatchError::ReplyTooLarge { .. }) => E2BIG.to_errno(),
             Err(e) => -e.errno(),
         }
     }

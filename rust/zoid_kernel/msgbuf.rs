@@ -197,6 +197,27 @@ impl MsgBuf {
     }
 }
 
+impl MsgBuf {
+    /// The buffer's bytes as one writable slice, as [`MsgBuf::map`].
+    pub(crate) fn map_mut(&mut self) -> Result<MsgMapMut<'_>> {
+        Ok(MsgMapMut {
+            map: self.map()?,
+            _buf: PhantomData,
+        })
+    }
+
+    /// Shortens the buffer to `len` bytes (`EINVAL` if longer than it),
+    /// freeing the pages past them.
+    pub(crate) fn truncate(&mut self, len: usize) -> Result {
+        if len > self.len {
+            return Err(EINVAL);
+        }
+        self.pages.truncate(len.div_ceil(PAGE_SIZE));
+        self.len = len;
+        Ok(())
+    }
+}
+
 /// A [`MsgBuf`]'s bytes mapped contiguously ([`MsgBuf::map`]); unmapped
 /// on drop.
 pub(crate) struct MsgMap<'a> {
@@ -256,5 +277,52 @@ impl Drop for MsgMap<'_> {
             // unmapped yet; nothing uses it after `self`.
             unsafe { zk_vunmap(self.addr.as_ptr()) };
         }
+    }
+}
+
+/// A [`MsgBuf`]'s bytes mapped contiguously and writable
+/// ([`MsgBuf::map_mut`]); unmapped on drop.
+pub(crate) struct MsgMapMut<'a> {
+    map: MsgMap<'a>,
+    _buf: PhantomData<&'a mut MsgBuf>,
+}
+
+impl<'a> MsgMapMut<'a> {
+    /// Gives the mapping up to a raw address (for treenet's C ABI), to be
+    /// taken back with [`MsgMapMut::from_raw`] and unmapped by dropping it.
+    pub(crate) fn into_raw(self) -> *mut u8 {
+        self.map.into_raw().cast_mut()
+    }
+
+    /// Takes back a mapping of `len` bytes given up by
+    /// [`MsgMapMut::into_raw`].
+    ///
+    /// # Safety
+    ///
+    /// `addr` came from `into_raw` of a mapping of `len` bytes whose buffer
+    /// is still alive and not otherwise accessed for `'a`, and is not taken
+    /// back again.
+    pub(crate) unsafe fn from_raw(addr: *mut u8, len: usize) -> MsgMapMut<'a> {
+        MsgMapMut {
+            // SAFETY: per the contract.
+            map: unsafe { MsgMap::from_raw(addr, len) },
+            _buf: PhantomData,
+        }
+    }
+}
+
+impl core::ops::Deref for MsgMapMut<'_> {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl core::ops::DerefMut for MsgMapMut<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `MsgMap::deref`; the buffer is borrowed exclusively
+        // for `'a`, so nothing else reads or writes its pages meanwhile.
+        unsafe { core::slice::from_raw_parts_mut(self.map.addr.as_ptr(), self.map.len) }
     }
 }

@@ -27,7 +27,7 @@ if [ "$ZOID_ROLE" = ion ]; then
   barrier 1                      # export and forwarder ready
   barrier 2                      # the CN is done
   wait "$server" || die "forwarder failed"
-  say "zoid on the ION: $(awk '$1 == "calls_done" || $1 == "calls_inline" { printf "%s ", $0 }' $Z/stats)"
+  say "zoid on the ION: $(awk '$1 == "calls_done" || $1 == "calls_inline" || $1 == "requests_mapped" || $1 == "replies_mapped" { printf "%s ", $0 }' $Z/stats)"
   exit 0
 fi
 

@@ -1156,7 +1156,7 @@ fn reply_too_large_is_refused_before_the_server_runs() {
     for size in [0, 8, 12, 111] {
         let mut reply = vec![0u8; size];
         let (r, ran) = dispatch(ztest::ID, f, &args, &mut reply);
-        assert_eq!(r, Err(DispatchError::ReplyTooLarge), "{size}");
+        assert_eq!(r, Err(DispatchError::ReplyTooLarge { need: 112 }), "{size}");
         assert_eq!(r.unwrap_err().errno(), E2BIG);
         assert!(!ran);
     }
@@ -1169,16 +1169,27 @@ fn reply_too_large_is_refused_before_the_server_runs() {
     // A huge count.
     let (_, f, args) = capture(|t| unix::client::read(t, 3, &mut vec![0; 1 << 20], 1 << 20));
     let (r, ran) = dispatch(unix::ID, f, &args, &mut [0u8; 4096]);
-    assert_eq!(r, Err(DispatchError::ReplyTooLarge));
+    assert_eq!(
+        r,
+        Err(DispatchError::ReplyTooLarge {
+            need: 12 + (1 << 20)
+        })
+    );
     assert!(!ran);
     let mut args = 3i32.to_be_bytes().to_vec();
     args.extend(u32::MAX.to_be_bytes());
     let (r, _) = dispatch(unix::ID, unix::func::read, &args, &mut [0u8; 4096]);
-    assert_eq!(r, Err(DispatchError::ReplyTooLarge));
+    let need = 12usize.saturating_add(u32::MAX as usize);
+    assert_eq!(r, Err(DispatchError::ReplyTooLarge { need }));
     // Fixed out values that do not fit.
     let (_, f, args) = capture(|t| unix::client::fstat(t, 3, &mut Stat::default()));
     let (r, ran) = dispatch(unix::ID, f, &args, &mut [0u8; 8 + Stat::SIZE - 1]);
-    assert_eq!(r, Err(DispatchError::ReplyTooLarge));
+    assert_eq!(
+        r,
+        Err(DispatchError::ReplyTooLarge {
+            need: 8 + Stat::SIZE
+        })
+    );
     assert!(!ran);
     let (r, _) = dispatch(unix::ID, f, &args, &mut [0u8; 8 + Stat::SIZE]);
     // EBADF from the empty file system: an errno reply carries nothing.

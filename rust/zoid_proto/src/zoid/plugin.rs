@@ -155,8 +155,13 @@ pub enum DispatchError {
     /// string or bool.
     Marshal(MarshalError),
     /// The reply (its fixed part and any `out bytes` array) does not fit
-    /// the reply buffer.
-    ReplyTooLarge,
+    /// the reply buffer, which needs `need` bytes (0: unknown, an external
+    /// plug-in's refusal).  A server may call again with a buffer that
+    /// large, or send the reply straight from a buffer it sized so.
+    ReplyTooLarge {
+        /// Bytes of reply buffer the call needs (saturating).
+        need: usize,
+    },
     /// The plug-in refused the call before running it with this positive
     /// errno (an external plug-in's own argument checks).
     Refused(i32),
@@ -171,7 +176,7 @@ impl DispatchError {
         match self {
             Self::UnknownFunction => errno::ENOSYS,
             Self::Marshal(e) => e.errno(),
-            Self::ReplyTooLarge => errno::E2BIG,
+            Self::ReplyTooLarge { .. } => errno::E2BIG,
             Self::Refused(e) => errno::sanitize(*e),
         }
     }
@@ -623,7 +628,7 @@ macro_rules! zoid_plugin {
      [$($n:ident $kind:ident)*] []) => {{
         let __head = $reply
             .get_mut(..$fixed)
-            .ok_or(__zoid::plugin::DispatchError::ReplyTooLarge)?;
+            .ok_or(__zoid::plugin::DispatchError::ReplyTooLarge { need: $fixed })?;
         match $srv.$f($ctx $(, zoid_plugin!(@call_arg $n $kind))*) {
             Err(__errno) => Ok(__zoid::plugin::Reply::error(__errno)),
             Ok(__ret) => {
@@ -641,7 +646,9 @@ macro_rules! zoid_plugin {
         let __cap: u32 = $size;
         let __head_len = $fixed + 4;
         if $reply.len() < __head_len || $reply.len() - __head_len < __cap as usize {
-            return Err(__zoid::plugin::DispatchError::ReplyTooLarge);
+            return Err(__zoid::plugin::DispatchError::ReplyTooLarge {
+                need: __head_len.saturating_add(__cap as usize),
+            });
         }
         let (__head, __tail) = $reply.split_at_mut(__head_len);
         let $ob: &mut [u8] = &mut __tail[..__cap as usize];
