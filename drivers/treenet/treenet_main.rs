@@ -604,6 +604,41 @@ mod zoid_kernel_tests {
     }
 
     #[test]
+    fn msgbuf_maps_its_pages_as_one_slice() -> Result {
+        use super::zoid_kernel::msgbuf::MsgBuf;
+        // Three pages and a bit, with bytes that tell their offset.
+        let len = 3 * kernel::page::PAGE_SIZE + 100;
+        let mut data = KVVec::new();
+        for i in 0..len {
+            data.push((i % 251) as u8, GFP_KERNEL)?;
+        }
+        let mut buf = MsgBuf::from_slice(&data, GFP_KERNEL)?;
+        {
+            let map = buf.map()?;
+            assert_eq!(map.len(), len);
+            assert!(map[..] == data[..]);
+        }
+        // Written through a writable mapping, read back by copy.
+        {
+            let mut map = buf.map_mut()?;
+            map[kernel::page::PAGE_SIZE - 1..kernel::page::PAGE_SIZE + 1].copy_from_slice(b"zo");
+        }
+        let mut two = [0u8; 2];
+        buf.read_at(kernel::page::PAGE_SIZE - 1, &mut two)?;
+        assert_eq!(&two, b"zo");
+        // Truncated to one page and a byte: mapped and read as long.
+        buf.truncate(kernel::page::PAGE_SIZE + 1)?;
+        assert_eq!(buf.len(), kernel::page::PAGE_SIZE + 1);
+        assert_eq!(buf.map()?.len(), kernel::page::PAGE_SIZE + 1);
+        assert!(buf.truncate(kernel::page::PAGE_SIZE + 2).is_err());
+        assert!(buf.read_at(kernel::page::PAGE_SIZE, &mut two).is_err());
+        // Empty: an empty slice, no mapping.
+        buf.truncate(0)?;
+        assert!(buf.map()?.is_empty());
+        Ok(())
+    }
+
+    #[test]
     fn version_wire_form_is_arch_independent() {
         let v = Version::new(1, 2, 3);
         assert_eq!(v.to_wire(), 0x0001_0002_0003);
