@@ -56,8 +56,8 @@ run() {
     treenet_1m | treenet_auth_1m | treenet_crc_1m)
       echo "sink 0 1048576 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
     treenet_rtt) echo "ping 0 32 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
-    zoid_write_1m | zoid_read_1m) "$ZB" "${1#zoid_}" zoid 1048576 "$n" ;;
-    fwd_write_1m | fwd_read_1m) "$ZB" "${1#fwd_}" "tcp:$ION_IP:$ZPORT" 1048576 "$n" ;;
+    zoid_write_1m | zoid_read_1m) op=${1#zoid_}; "$ZB" "${op%_1m}" zoid 1048576 "$n" ;;
+    fwd_write_1m | fwd_read_1m) op=${1#fwd_}; "$ZB" "${op%_1m}" "tcp:$ION_IP:$ZPORT" 1048576 "$n" ;;
     zoid_null) "$ZB" null zoid "$n" ;;
     fwd_null) "$ZB" null "tcp:$ION_IP:$ZPORT" "$n" ;;
     *) echo "unknown workload $1"; return 1 ;;

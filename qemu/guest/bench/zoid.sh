@@ -15,7 +15,7 @@
 BIN=${ZOIDBENCH:-/zoid/bench/zoidbench}
 PORT=5202
 # name:size:count -- 8 MiB for 4k, 32 MiB for the others.
-SIZES="4k:4096:2048 64k:65536:512 256k:262144:128 1m:1048576:32 4m:4194304:8"
+SIZES=${SIZES:-"4k:4096:2048 64k:65536:512 256k:262144:128 1m:1048576:32 4m:4194304:8"}
 NULL_COUNT=2000
 . "$(dirname "$0")/lib.sh"
 [ -x "$BIN" ] || die "no zoidbench at $BIN"
