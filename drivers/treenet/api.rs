@@ -162,30 +162,85 @@ pub(crate) unsafe extern "C" fn treenet_send(
     }
 }
 
-/// A message being filled by its sender (a `KBox<MsgBuf>` behind the
+/// A message being filled by its sender (a `KBox<Builder>` behind the
 /// pointer), before `treenet_msg_seal` turns it into a [`TreenetMsg`].
 #[repr(C)]
 pub(crate) struct TreenetMsgBuilder {
     _private: [u8; 0],
 }
 
-/// A zero-filled message of `len` bytes to fill, or null (no memory, or
-/// longer than `max_msg_size`).
-#[no_mangle]
-pub(crate) extern "C" fn treenet_msg_new(len: usize) -> *mut TreenetMsgBuilder {
+/// What a [`TreenetMsgBuilder`] points to.
+struct Builder {
+    buf: MsgBuf,
+    /// `None`: the pages were zero-filled, every byte may be read.
+    /// `Some(n)`: they were not (`treenet_msg_new_for_filling`), and bytes
+    /// `0..n` are known written (writes in order extend it); such a
+    /// builder is not mapped, and not sealed, before all are.
+    written: Option<usize>,
+}
+
+impl Builder {
+    /// Notes that bytes `offset..offset + len` were written.
+    fn wrote(&mut self, offset: usize, len: usize) {
+        if let Some(n) = self.written {
+            if offset <= n {
+                self.written = Some(n.max(offset + len));
+            }
+        }
+    }
+
+    /// Whether every byte may be read (mapped or sent).
+    fn complete(&self) -> bool {
+        !matches!(self.written, Some(n) if n < self.buf.len())
+    }
+
+    /// # Safety
+    ///
+    /// `b` is a live builder, exclusively the caller's for `'a`.
+    unsafe fn of<'a>(b: *mut TreenetMsgBuilder) -> &'a mut Builder {
+        // SAFETY: per the contract.
+        unsafe { &mut *b.cast::<Builder>() }
+    }
+}
+
+/// A builder of `len` bytes, zero-filled or not; null past `max_msg_size`
+/// or out of memory.
+fn new_builder(len: usize, zeroed: bool) -> *mut TreenetMsgBuilder {
     let max = instance().map_or(0, |net| {
         net.knobs.max_msg_size.load(kernel::sync::atomic::Relaxed) as usize
     });
     if len > max {
         return core::ptr::null_mut();
     }
-    let Ok(m) = MsgBuf::new(len, GFP_KERNEL) else {
+    let buf = if zeroed {
+        MsgBuf::new(len, GFP_KERNEL)
+    } else {
+        MsgBuf::for_filling(len, GFP_KERNEL)
+    };
+    let Ok(buf) = buf else {
         return core::ptr::null_mut();
     };
-    match KBox::new(m, GFP_KERNEL) {
+    let written = if zeroed { None } else { Some(0) };
+    match KBox::new(Builder { buf, written }, GFP_KERNEL) {
         Ok(b) => KBox::into_raw(b).cast(),
         Err(_) => core::ptr::null_mut(),
     }
+}
+
+/// A zero-filled message of `len` bytes to fill, or null (no memory, or
+/// longer than `max_msg_size`).
+#[no_mangle]
+pub(crate) extern "C" fn treenet_msg_new(len: usize) -> *mut TreenetMsgBuilder {
+    new_builder(len, true)
+}
+
+/// A message of `len` bytes that its sender writes whole, in order from
+/// offset 0 (`treenet_msg_write`, `treenet_msg_write_user`): its pages are
+/// not zero-filled, so it cannot be mapped, and `treenet_msg_seal` fails,
+/// until every byte was written.  Null as for `treenet_msg_new`.
+#[no_mangle]
+pub(crate) extern "C" fn treenet_msg_new_for_filling(len: usize) -> *mut TreenetMsgBuilder {
+    new_builder(len, false)
 }
 
 /// Copies `len` bytes at `data` into a message being filled, at `offset`;
@@ -206,11 +261,14 @@ pub(crate) unsafe extern "C" fn treenet_msg_write(
         return 0;
     }
     // SAFETY: per the contract, `b` is a live, exclusively owned builder.
-    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    let m = unsafe { Builder::of(b) };
     // SAFETY: the caller guarantees `len` readable bytes at `data`.
     let src = unsafe { core::slice::from_raw_parts(data, len) };
-    match m.write_at(offset, src) {
-        Ok(()) => 0,
+    match m.buf.write_at(offset, src) {
+        Ok(()) => {
+            m.wrote(offset, len);
+            0
+        }
         Err(e) => e.to_errno(),
     }
 }
@@ -229,10 +287,13 @@ pub(crate) unsafe extern "C" fn treenet_msg_write_user(
     len: usize,
 ) -> c_int {
     // SAFETY: per the contract, `b` is a live, exclusively owned builder.
-    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    let m = unsafe { Builder::of(b) };
     let mut reader = UserSlice::new(UserPtr::from_ptr(src), len).reader();
-    match m.write_from_user(offset, &mut reader, len) {
-        Ok(()) => 0,
+    match m.buf.write_from_user(offset, &mut reader, len) {
+        Ok(()) => {
+            m.wrote(offset, len);
+            0
+        }
         Err(e) => e.to_errno(),
     }
 }
@@ -240,7 +301,8 @@ pub(crate) unsafe extern "C" fn treenet_msg_write_user(
 /// Maps a message being filled contiguously and writable: a pointer to
 /// its bytes (as many as `treenet_msg_new` was given, or
 /// `treenet_msg_truncate` left), valid until `treenet_msg_builder_unmap`,
-/// or null when the mapping cannot be made.  May sleep.
+/// or null when the mapping cannot be made (or the builder, from
+/// `treenet_msg_new_for_filling`, is not written whole yet).  May sleep.
 ///
 /// # Safety
 ///
@@ -249,8 +311,11 @@ pub(crate) unsafe extern "C" fn treenet_msg_write_user(
 #[no_mangle]
 pub(crate) unsafe extern "C" fn treenet_msg_builder_map(b: *mut TreenetMsgBuilder) -> *mut u8 {
     // SAFETY: per the contract, `b` is a live, exclusively owned builder.
-    let m = unsafe { &mut *b.cast::<MsgBuf>() };
-    match m.map_mut() {
+    let m = unsafe { Builder::of(b) };
+    if !m.complete() {
+        return core::ptr::null_mut();
+    }
+    match m.buf.map_mut() {
         Ok(map) => map.into_raw(),
         Err(_) => core::ptr::null_mut(),
     }
@@ -268,9 +333,9 @@ pub(crate) unsafe extern "C" fn treenet_msg_builder_unmap(
     addr: *mut u8,
 ) {
     // SAFETY: per the contract, `b` is a live builder.
-    let m = unsafe { &mut *b.cast::<MsgBuf>() };
+    let m = unsafe { Builder::of(b) };
     // SAFETY: per the contract, `addr` is `m`'s mapping, taken back once.
-    drop(unsafe { MsgMapMut::from_raw(addr, m.len()) });
+    drop(unsafe { MsgMapMut::from_raw(addr, m.buf.len()) });
 }
 
 /// Shortens a message being filled to `len` bytes: 0, or `-EINVAL` if it
@@ -285,8 +350,8 @@ pub(crate) unsafe extern "C" fn treenet_msg_truncate(
     len: usize,
 ) -> c_int {
     // SAFETY: per the contract, `b` is a live, exclusively owned builder.
-    let m = unsafe { &mut *b.cast::<MsgBuf>() };
-    match m.truncate(len) {
+    let m = unsafe { Builder::of(b) };
+    match m.buf.truncate(len) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -294,7 +359,8 @@ pub(crate) unsafe extern "C" fn treenet_msg_truncate(
 
 /// Ends filling: the message becomes immutable and shareable (send it with
 /// `treenet_send_msg`, release it with `treenet_msg_put`).  Null when out
-/// of memory (the builder is freed either way).
+/// of memory, or when a builder from `treenet_msg_new_for_filling` was not
+/// written whole (the builder is freed either way).
 ///
 /// # Safety
 ///
@@ -303,8 +369,11 @@ pub(crate) unsafe extern "C" fn treenet_msg_truncate(
 pub(crate) unsafe extern "C" fn treenet_msg_seal(b: *mut TreenetMsgBuilder) -> *mut TreenetMsg {
     // SAFETY: per the contract, `b` came from `KBox::into_raw` and this is
     // its one release.
-    let m = unsafe { KBox::from_raw(b.cast::<MsgBuf>()) };
-    match Arc::new(KBox::into_inner(m), GFP_KERNEL) {
+    let m = unsafe { KBox::from_raw(b.cast::<Builder>()) };
+    if !m.complete() {
+        return core::ptr::null_mut();
+    }
+    match Arc::new(KBox::into_inner(m).buf, GFP_KERNEL) {
         Ok(a) => Arc::into_raw(a).cast_mut().cast(),
         Err(_) => core::ptr::null_mut(),
     }
@@ -319,7 +388,7 @@ pub(crate) unsafe extern "C" fn treenet_msg_seal(b: *mut TreenetMsgBuilder) -> *
 pub(crate) unsafe extern "C" fn treenet_msg_abort(b: *mut TreenetMsgBuilder) {
     // SAFETY: per the contract, `b` came from `KBox::into_raw` and this is
     // its one release.
-    drop(unsafe { KBox::from_raw(b.cast::<MsgBuf>()) });
+    drop(unsafe { KBox::from_raw(b.cast::<Builder>()) });
 }
 
 /// Sends a sealed message (which the caller keeps: it may send it again,

@@ -638,7 +638,8 @@ impl Client {
             }
         }
         let head_len = CALL_HEADER_LEN + groups_len;
-        let mut b = treenet::MessageBuilder::new(total)?;
+        // Every byte is written below, in order: no zero-filling.
+        let mut b = treenet::MessageBuilder::for_filling(total)?;
         b.write_at(0, &head[..head_len])?;
         match args {
             Args::Kernel(a) => b.write_at(head_len, a)?,
