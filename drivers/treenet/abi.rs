@@ -146,11 +146,6 @@ impl MessageBuilder {
         Ok(Self { raw, len })
     }
 
-    /// Its length in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     /// Shortens it to `len` bytes (`EINVAL` if it is shorter).
     pub(crate) fn truncate(&mut self, len: usize) -> Result {
         // SAFETY: `raw` is live and ours, and not mapped (a mapping
@@ -222,7 +217,8 @@ impl core::ops::Deref for MappedBuilder<'_> {
 
     fn deref(&self) -> &[u8] {
         // SAFETY: `addr` maps the builder's `len` bytes (zero-filled when
-        // made), borrowed exclusively as long as `self`.
+        // made, or written whole: treenet maps no other builder), borrowed
+        // exclusively as long as `self`.
         unsafe { core::slice::from_raw_parts(self.addr, self.len) }
     }
 }
