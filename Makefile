@@ -32,6 +32,9 @@
 #                                    bench/results/*.json, RATIO lines (> 1: zoidfs better)
 #   make bench-hooks                 ssi hook points off vs compiled out on a hot zoidfs
 #                                    path (open/close), 2 VMs booted twice; RATIO lines
+#   make conformance                 the POSIX suite (tools/zoid/posixcheck.c) on zoidfs,
+#                                    NFS and v9fs of one ION and on a local tmpfs: each
+#                                    system's deviations, CONFORMANCE and RATIO lines
 #   make clean
 #
 # Building against your own kernel: `make modules KDIR=/path/to/prepared/7.x/tree`
@@ -42,7 +45,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-callpath bench-profile bench-hooks
+.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-callpath bench-profile bench-hooks conformance
 
 run:
 	@scripts/run.sh
@@ -79,6 +82,9 @@ bench-profile:
 
 bench-hooks:
 	@scripts/bench-hooks.sh
+
+conformance:
+	@scripts/conformance.sh
 
 host-test:
 	cargo test --locked --manifest-path rust/zoid_proto/Cargo.toml

@@ -176,7 +176,8 @@ def arch_checks(arch, flavor="debug"):
         record(ok, f"{arch} stack frames within budget (largest {largest} bytes)")
     adds = []
     tools = [f"zoid/{t}" for t in
-             ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr")]
+             ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr",
+              "posixcheck")]
     for path in tools + ["ssi/ssimap", "treenet/tnflood"]:
         tool = os.path.basename(path)
         ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,

@@ -144,6 +144,18 @@ struct zoidfs_unstable {
 	loff_t lo, hi;
 };
 
+/*
+ * A file unlinked while open on this CN is renamed instead, as NFS's
+ * "silly rename" does (.nfsXXXX): the ION keeps no state for open files,
+ * so its inode would go with its last name.  The name is removed when the
+ * CN lets go of the inode (the last close).
+ */
+struct zoidfs_silly {
+	struct zoidfs_fh dir;
+	u8 len;
+	char name[32];
+};
+
 struct zoidfs_inode {
 	struct zoidfs_fh fh;
 	/* When the attributes came from the ION (jiffies). */
@@ -168,6 +180,8 @@ struct zoidfs_inode {
 	u32 ssi_key;
 	unsigned long ssi_flags;
 	u64 ssi_truncs;
+	/* An open file unlinked on this CN: the name it lives on under. */
+	struct zoidfs_silly *silly;
 	/* Under i_lock; commit_lock makes fsyncs take turns (zoidfs_commit()). */
 	struct zoidfs_unstable unstable;
 	struct mutex commit_lock;
@@ -280,7 +294,8 @@ static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bo
 	spin_unlock(&inode->i_lock);
 
 	inode->i_mode = (inode->i_mode & S_IFMT) | (a->mode & ~S_IFMT);
-	set_nlink(inode, a->nlink);
+	/* A silly-renamed file's hidden name is no link of its users'. */
+	set_nlink(inode, ZI(inode)->silly && a->nlink ? a->nlink - 1 : a->nlink);
 	inode->i_uid = make_kuid(&init_user_ns, a->uid);
 	inode->i_gid = make_kgid(&init_user_ns, a->gid);
 	inode->i_blocks = a->blocks;
@@ -474,6 +489,7 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 	zi->ssi_flags = BIT(ZOIDFS_SSI_STALE);
 	zi->ssi_truncs = 0;
 	zi->unstable = (struct zoidfs_unstable){};
+	zi->silly = NULL;
 	return &zi->vfs_inode;
 }
 
@@ -488,10 +504,23 @@ static void zoidfs_evict_inode(struct inode *inode)
 	}
 	truncate_inode_pages_final(&inode->i_data);
 	clear_inode(inode);
+	if (zi->silly) {
+		/* Failure (an ION gone) leaves the name, as NFS leaves .nfsXXXX. */
+		zoidfs_rs_remove(zconn(inode), &zi->silly->dir, zi->silly->name, zi->silly->len,
+				 false);
+		kfree(zi->silly);
+		zi->silly = NULL;
+	}
 	if (zi->wb_cred) {
 		put_cred(zi->wb_cred);
 		zi->wb_cred = NULL;
 	}
+}
+
+/* A silly-renamed inode goes as soon as its last user does. */
+static int zoidfs_drop_inode(struct inode *inode)
+{
+	return ZI(inode)->silly ? 1 : inode_generic_drop(inode);
 }
 
 static void zoidfs_free_inode(struct inode *inode)
@@ -588,13 +617,16 @@ static int zoidfs_instantiate(struct inode *dir, struct dentry *dentry,
 	return 0;
 }
 
-/* The directory changed: its attributes (nlink, times) on the next stat. */
-static void zoidfs_dir_changed(struct inode *dir)
+/*
+ * The ION changed the inode's attributes as a side effect (a directory's
+ * times and links after a create or removal in it, a renamed or unlinked
+ * file's ctime): the next getattr fetches them whatever actimeo says, as
+ * NFS's attribute cache is invalidated.  No call now: most are never
+ * looked at.
+ */
+static void zoidfs_attr_stale(struct inode *inode)
 {
-	struct zoidfs_attr a;
-
-	if (!zoidfs_rs_getattr(zconn(dir), &ZI(dir)->fh, &a))
-		zoidfs_apply_attr(dir, &a);
+	ZI(inode)->attr_time = jiffies - ZSB(inode->i_sb)->actimeo - 1;
 }
 
 /*
@@ -621,6 +653,7 @@ static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mo
 			       dentry->d_name.len, mode & 07777, excl, &fh, &a);
 	if (err)
 		return err;
+	zoidfs_attr_stale(dir);
 	return zoidfs_instantiate(dir, dentry, &fh, &a);
 }
 
@@ -684,7 +717,7 @@ static struct dentry *zoidfs_mkdir(struct mnt_idmap *idmap, struct inode *dir,
 	if (!err)
 		err = zoidfs_instantiate(dir, dentry, &fh, &a);
 	if (!err)
-		zoidfs_dir_changed(dir);
+		zoidfs_attr_stale(dir);
 	return ERR_PTR(err);
 }
 
@@ -699,6 +732,7 @@ static int zoidfs_symlink(struct mnt_idmap *idmap, struct inode *dir,
 				dentry->d_name.len, target, strlen(target), &fh, &a);
 	if (err)
 		return err;
+	zoidfs_attr_stale(dir);
 	return zoidfs_instantiate(dir, dentry, &fh, &a);
 }
 
@@ -716,6 +750,7 @@ static int zoidfs_mknod(struct mnt_idmap *idmap, struct inode *dir,
 			      new_encode_dev(rdev), &fh, &a);
 	if (err)
 		return err;
+	zoidfs_attr_stale(dir);
 	return zoidfs_instantiate(dir, dentry, &fh, &a);
 }
 
@@ -731,18 +766,74 @@ static int zoidfs_link(struct dentry *old, struct inode *dir, struct dentry *den
 	if (err)
 		return err;
 	zoidfs_apply_attr(inode, &a);
+	zoidfs_attr_stale(dir);
 	ihold(inode);
 	d_instantiate(dentry, inode);
 	return 0;
 }
 
+/*
+ * `dentry`'s file is open here (someone holds its dentry besides the
+ * `held` references of the caller, as NFS decides: 1 in unlink, 2 in
+ * rename): rename it to a hidden name in its directory rather than remove
+ * it, and remove that when the inode goes (zoidfs_evict_inode).  A file
+ * already so renamed once has a name left on the ION: this one can go.
+ */
+static bool zoidfs_needs_silly(struct dentry *dentry, unsigned int held)
+{
+	struct inode *inode = d_inode(dentry);
+
+	return d_count(dentry) > held && S_ISREG(inode->i_mode) && !ZI(inode)->silly;
+}
+
+/*
+ * One link fewer.  The cached count may be behind the ION's (another CN
+ * linked or unlinked names since): never below zero.
+ */
+static void zoidfs_drop_nlink(struct inode *inode)
+{
+	if (inode->i_nlink)
+		drop_nlink(inode);
+}
+
+static int zoidfs_silly_rename(struct inode *dir, struct dentry *dentry)
+{
+	static atomic_t serial = ATOMIC_INIT(0);
+	struct inode *inode = d_inode(dentry);
+	struct zoidfs_silly *silly;
+	int err;
+
+	silly = kmalloc(sizeof(*silly), GFP_KERNEL);
+	if (!silly)
+		return -ENOMEM;
+	silly->dir = ZI(dir)->fh;
+	silly->len = scnprintf(silly->name, sizeof(silly->name), ".zoidfs%016llx%08x",
+			       (u64)inode->i_ino, (u32)atomic_inc_return(&serial));
+	err = zoidfs_rs_rename(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
+			       dentry->d_name.len, &ZI(dir)->fh, silly->name, silly->len,
+			       RENAME_NOREPLACE);
+	if (err) {
+		kfree(silly);
+		return err;
+	}
+	ZI(inode)->silly = silly;
+	return 0;
+}
+
 static int zoidfs_unlink(struct inode *dir, struct dentry *dentry)
 {
-	int err = zoidfs_rs_remove(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
-				   dentry->d_name.len, false);
+	int err;
 
-	if (!err)
-		drop_nlink(d_inode(dentry));
+	if (zoidfs_needs_silly(dentry, 1))
+		err = zoidfs_silly_rename(dir, dentry);
+	else
+		err = zoidfs_rs_remove(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
+				       dentry->d_name.len, false);
+	if (!err) {
+		zoidfs_drop_nlink(d_inode(dentry));
+		zoidfs_attr_stale(d_inode(dentry));
+		zoidfs_attr_stale(dir);
+	}
 	return err;
 }
 
@@ -753,7 +844,7 @@ static int zoidfs_rmdir(struct inode *dir, struct dentry *dentry)
 
 	if (!err) {
 		clear_nlink(d_inode(dentry));
-		zoidfs_dir_changed(dir);
+		zoidfs_attr_stale(dir);
 	}
 	return err;
 }
@@ -763,25 +854,45 @@ static int zoidfs_rename(struct mnt_idmap *idmap, struct inode *old_dir,
 			 unsigned int flags)
 {
 	struct inode *target = d_inode(new);
+	bool moved;
 	int err;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
+	/* A file replaced while open here keeps its data, as an unlinked one. */
+	moved = target && !(flags & RENAME_EXCHANGE) && zoidfs_needs_silly(new, 2);
+	if (moved) {
+		err = zoidfs_silly_rename(new_dir, new);
+		if (err)
+			return err;
+	}
 	err = zoidfs_rs_rename(zconn(old_dir), &ZI(old_dir)->fh, old->d_name.name,
 			       old->d_name.len, &ZI(new_dir)->fh, new->d_name.name,
 			       new->d_name.len, flags);
-	if (err)
+	if (err) {
+		struct zoidfs_silly *silly = moved ? ZI(target)->silly : NULL;
+
+		/* The target back under its name, if it was moved just now. */
+		if (silly && !zoidfs_rs_rename(zconn(new_dir), &silly->dir, silly->name, silly->len,
+					       &silly->dir, new->d_name.name, new->d_name.len,
+					       RENAME_NOREPLACE)) {
+			ZI(target)->silly = NULL;
+			kfree(silly);
+		}
 		return err;
+	}
 	if (target && !(flags & RENAME_EXCHANGE)) {
 		if (S_ISDIR(target->i_mode))
 			clear_nlink(target);
 		else
-			drop_nlink(target);
+			zoidfs_drop_nlink(target);
 	}
-	if (S_ISDIR(d_inode(old)->i_mode) && old_dir != new_dir) {
-		zoidfs_dir_changed(old_dir);
-		zoidfs_dir_changed(new_dir);
-	}
+	/* Both directories' times, and the moved inodes' ctimes, changed. */
+	zoidfs_attr_stale(old_dir);
+	zoidfs_attr_stale(new_dir);
+	zoidfs_attr_stale(d_inode(old));
+	if (target)
+		zoidfs_attr_stale(target);
 	return 0;
 }
 
@@ -2668,8 +2779,8 @@ static int zoidfs_xattr_set(const struct xattr_handler *handler, struct mnt_idma
 		err = zoidfs_stale_retry(inode, zoidfs_rs_removexattr(zconn(inode),
 								      &ZI(inode)->fh, full,
 								      strlen(full)));
-	/* The ION changed the ctime: fetch it at the next getattr. */
-	ZI(inode)->attr_time = jiffies - ZSB(inode->i_sb)->actimeo - 1;
+	/* The ION changed the ctime. */
+	zoidfs_attr_stale(inode);
 	return err;
 }
 
@@ -2890,6 +3001,7 @@ static void zoidfs_umount_begin(struct super_block *sb)
 static const struct super_operations zoidfs_sops = {
 	.alloc_inode = zoidfs_alloc_inode,
 	.free_inode = zoidfs_free_inode,
+	.drop_inode = zoidfs_drop_inode,
 	.statfs = zoidfs_statfs,
 	.evict_inode = zoidfs_evict_inode,
 	.write_inode = zoidfs_write_inode,

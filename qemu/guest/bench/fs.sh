@@ -26,7 +26,8 @@
 #   BENCH <fs>_fio_<write|read>_1m_mbps, <fs>_fio_<randread|randwrite>_4k_<p50|p99>_us
 #         the same kinds of run through Debian's fio (psync, one job)
 # plus the raw link: BENCH raw_tcp_tput_1m_mbps, raw_treenet_tput_1m_mbps.
-# The CN's caches are dropped before every run.
+# The CN's caches are dropped before every run.  With BENCH_MODE=posix
+# (`make conformance`) the CN runs posixcheck on each system instead.
 #
 # In a pset of 1 ION + N CNs (N > 1) it runs only the scaling across CNs:
 # for each system and each count n of BENCH_CN_STEPS (1 2 4, up to N), CNs
@@ -40,6 +41,8 @@ FSB=${FSBENCH:-/zoid/bench/fsbench}
 TCPB=${TCPBENCH:-/zoid/bench/tcpbench}
 DIOD=${DIOD:-/usr/sbin/diod}
 FIO=${FIO:-/usr/bin/fio}
+PC=${POSIXCHECK:-/zoid/bench/posixcheck}
+MODE=${BENCH_MODE:-bench}
 TCP_PORT=5203
 # name:block:total bytes -- sequential runs (smaller totals for small blocks
 # keep a 4 KiB run on an emulated machine within a few seconds).
@@ -87,6 +90,11 @@ if [ "$ZOID_ROLE" = ion ]; then
   grep -q '^_rpc:' /etc/passwd || echo '_rpc:x:100:65534::/run/rpcbind:/bin/false' >> /etc/passwd
   grep -q '^root:' /etc/group 2>/dev/null || echo 'root:x:0:' >> /etc/group
   grep -q '^nogroup:' /etc/group || echo 'nogroup:x:65534:' >> /etc/group
+  # posixcheck's two users (diod serves only users it can look up).
+  if [ "$MODE" = posix ]; then
+    printf 'pc-a:x:1000:1000::/:/bin/false\npc-b:x:1001:1001::/:/bin/false\n' >> /etc/passwd
+    printf 'pc-a:x:1000:\npc-b:x:1001:\npc-a2:x:1002:pc-a\n' >> /etc/group
+  fi
   hostname ion
   # nfsd, sync export: NFSv4 on primed caches; NFSv3 (only when nfs3 is
   # run) registers with rpcbind, and its clients ask rpc.mountd for the
@@ -424,17 +432,35 @@ if [ "$ZOID_ROLE" = ion ]; then
   exit 0
 fi
 
+# BENCH_MODE=posix (`make conformance`): posixcheck on each system, and
+# on a local tmpfs first (the reference), instead of the workloads; every
+# check a line "POSIX <system> ok|not ok <check>[: why]".
+if [ "$MODE" = posix ]; then
+  mkdir -p /tmp/posix-local
+  mount -t tmpfs posix-local /tmp/posix-local && chmod 1777 /tmp/posix-local &&
+    "$PC" /tmp/posix-local | sed 's/^/POSIX local /' || fail local_posixcheck
+  umount /tmp/posix-local
+fi
 for sys in $SYSTEMS; do
   err=$(mount_fs "$sys" 2>&1) || { fail "${sys}_mount" "$err $(dmesg | tail -2)"; continue; }
   say "$sys: $(grep " $M " /proc/mounts)"
   d=$M/cn$ZOID_NODE_ID-$sys
-  mkdir -p "$d" || { fail "${sys}_mkdir"; umount $M; continue; }
-  fs_workloads "$sys" "$d"
-  [ ! -x "$FIO" ] || fio_workloads "$sys" "$d"
-  [ -z "$PROCS" ] || scale_workloads "$sys" "$d"
+  mkdir -p "$d" && chmod 1777 "$d" || { fail "${sys}_mkdir"; umount $M; continue; }
+  if [ "$MODE" = posix ]; then
+    "$PC" "$d" | sed "s/^/POSIX $sys /" || fail "${sys}_posixcheck"
+  else
+    fs_workloads "$sys" "$d"
+    [ ! -x "$FIO" ] || fio_workloads "$sys" "$d"
+    [ -z "$PROCS" ] || scale_workloads "$sys" "$d"
+  fi
   rm -rf "$d"
   umount $M || fail "${sys}_umount" "cannot unmount"
 done
+if [ "$MODE" = posix ]; then
+  "$TCPB" quit "$ION_IP" "$TCP_PORT" || fail raw_tcp_quit "cannot stop the server"
+  mount_fs zoidfs && touch $M/.bench-done && umount $M || die "cannot tell the ION it is done"
+  exit "$failed"
+fi
 
 # The raw link, for each system's efficiency: TCP (tcpbench) and treenet.
 "$TCPB" ping "$ION_IP" "$TCP_PORT" 32 20 > /dev/null || fail raw_tcp_warmup
