@@ -595,7 +595,8 @@ static void link_checks(void)
 	     "nlink %ld", nlink_of("l2"));
 
 	OK("symlink.new", symlink("../some/where", "sy"));
-	TRUE("symlink.readlink", readlink("sy", buf, sizeof(buf)) == 13 && !memcmp(buf, "../some/where", 13),
+	TRUE("symlink.readlink",
+	     readlink("sy", buf, sizeof(buf)) == 13 && !memcmp(buf, "../some/where", 13),
 	     "readlink gave something else");
 	TRUE("symlink.lstat", !lstat("sy", &a) && S_ISLNK(a.st_mode) && a.st_size == 13,
 	     "mode %o size %lld", a.st_mode, (long long)a.st_size);

@@ -170,20 +170,30 @@ else
   t0=$(cut -d' ' -f1 /proc/uptime)
   i=0; pids=
   while [ $i -lt 24 ]; do
-    $ZC echo 60000 1 > /tmp/soft-$i.out 2>&1 & pids="$pids $!"
+    # Each call's own time too: on a loaded host, starting 24 processes
+    # took longer than the deafness (the calls of 22-26 s in all there).
+    (
+      s=$(cut -d' ' -f1 /proc/uptime)
+      $ZC echo 60000 1 > /tmp/soft-$i.out 2>&1 || true   # (they fail: ETIMEDOUT)
+      echo "$s $(cut -d' ' -f1 /proc/uptime)" > /tmp/soft-$i.time
+    ) & pids="$pids $!"
     i=$((i + 1))
   done
   for p in $pids; do wait $p || true; done
   took=$(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }')
+  longest=$(cat /tmp/soft-*.time |
+    awk 'BEGIN { m = -1 } { d = $2 - $1; if (d > m) m = d } END { printf "%.1f", m }')
   echo 600000 > $Z/timeout_ms
   echo "$max0" > $T/max_msg_size
+  [ "$(cat /tmp/soft-*.time | wc -l)" = 24 ] || { echo "not every call timed"; exit 1; }
   timedout=$(grep -l "(110)\$" /tmp/soft-*.out | wc -l)
-  echo "CN: 24 soft calls (2 s) to a deaf ION ended within $took s, $timedout with ETIMEDOUT;" \
-    "$(($(zstat queue_full) - full0)) found treenet's queue full"
+  echo "CN: 24 soft calls (2 s) to a deaf ION ended within $took s (the longest $longest s)," \
+    "$timedout with ETIMEDOUT; $(($(zstat queue_full) - full0)) found treenet's queue full"
   [ $(($(zstat queue_full) - full0)) -ge 1 ] || { echo "the queue never filled"; diag; exit 1; }
-  # (4.0 s on the x86_64 debug kernel, 2.7 s on ppc32; a call that waited
-  # for room would end when the ION listens again, 13 s after t0.)
-  awk -v t="$took" 'BEGIN { exit !(t < 10) }' || { echo "soft calls waited for treenet"; exit 1; }
+  # (All within 4.0 s on the x86_64 debug kernel, 2.7 s on ppc32; a call
+  # that waited for room would end when the ION listens again, 13 s after
+  # t0.)
+  awk -v t="$longest" 'BEGIN { exit !(t < 10) }' || { echo "a soft call waited for treenet"; exit 1; }
   # Everything queued reaches the ION once it listens (stale replies).
   i=0
   until awk 'NR > 1 && $1 == 0 { q = $8 } END { exit q != 0 }' $T/peers; do
