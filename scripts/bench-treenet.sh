@@ -12,6 +12,7 @@
 # table and, last, one line per comparison:
 #   RATIO treenet_vs_tcp_tput_<size> <treenet/tcp>      (also treenet240_...)
 #   RATIO treenet_vs_tcp_rtt_32 <tcp rtt/treenet rtt>   (also treenet240_...)
+#   RATIO treenet_busypoll_vs_tcp_busypoll_rtt_32       (both busy-polling)
 # A value > 1 means treenet did better.  Exits non-zero if the pset failed or
 # any measurement is missing (what exists is printed anyway).
 set -euo pipefail
@@ -55,6 +56,8 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
     printf "%-16s", "rtt 32B us"
     for (j = 1; j <= nt; j++) { k = T[j] "_rtt_32_us"; need(k); printf " %*s", (j == 5 ? 16 : 12), cell(k) }
     printf "\n"
+    printf "%-16s %12s %12s\n", "rtt busy-poll us", cell("tcp_busypoll_rtt_32_us"), cell("treenet_busypoll_rtt_32_us")
+    need("tcp_busypoll_rtt_32_us"); need("treenet_busypoll_rtt_32_us")
     # ZOID flow control, both paths: rendezvous (default) vs eager (ack_threshold=0).
     printf "%-16s %12s %12s\n", "tput 1m eager", "-", cell("treenet_eager_tput_1m_mbps")
     need("treenet_eager_tput_1m_mbps")
@@ -74,6 +77,9 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
     ratio("treenet_auth_vs_plain_rtt_32", "treenet_rtt_32_us", "treenet_auth_rtt_32_us")
     for (j = 2; j <= nt; j++)
       ratio(T[j] "_vs_tcp_rtt_32", "tcp_rtt_32_us", T[j] "_rtt_32_us")
+    # Both with busy polling (1000 us), and treenet polling against plain TCP.
+    ratio("treenet_busypoll_vs_tcp_busypoll_rtt_32", "tcp_busypoll_rtt_32_us", "treenet_busypoll_rtt_32_us")
+    ratio("treenet_busypoll_vs_tcp_rtt_32", "tcp_rtt_32_us", "treenet_busypoll_rtt_32_us")
     exit nm > 0
   }' || rc=1
 exit "$rc"

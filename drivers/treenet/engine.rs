@@ -14,7 +14,7 @@ use crate::zoid_kernel::fifo::Fifo;
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
 use crate::zoid_kernel::kthread::{stack_left, Kicker, ThreadBody, ThreadCtx, WakeCounts};
 use crate::zoid_kernel::msgbuf::MsgBuf;
-use crate::zoid_kernel::netlink::{Mac, NetLink, BROADCAST_MAC};
+use crate::zoid_kernel::netlink::{busy_poll, Mac, NetLink, BROADCAST_MAC};
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
 use crate::zoid_proto::siphash::SipKey;
@@ -110,6 +110,10 @@ pub(crate) struct Knobs {
     pub(crate) fast_checksum: Atomic<u32>,
     /// Upper RTO bound (ms).
     pub(crate) rto_max_ms: Atomic<u32>,
+    /// Busy polling (µs; 0: off): a task waiting for a reply polls the
+    /// device for up to this long before it sleeps, and the engine thread
+    /// polls for up to this long after the last frame it received.
+    pub(crate) busy_poll_us: Atomic<u32>,
     /// Silence after which a neighbour is down (ms).
     pub(crate) peer_timeout_ms: Atomic<u32>,
     /// Largest message accepted or sent (bytes).
@@ -140,6 +144,7 @@ impl Knobs {
             piggyback_acks: Atomic::new(1),
             fast_checksum: Atomic::new(1),
             rto_max_ms: Atomic::new(2000),
+            busy_poll_us: Atomic::new(0),
             peer_timeout_ms: Atomic::new(5000),
             max_msg_size: Atomic::new((4 << 20) + 1024),
             grant_slots: Atomic::new(2),
@@ -179,6 +184,8 @@ counters! {
         drives: "Waits in which the waiting task did the engine's work (see drive_until).",
         drive_passes: "Engine passes run by waiting tasks instead of the engine thread.",
         drive_refused: "Waits that could not drive (another task drove, or too little stack).",
+        busy_polls: "Busy polls of the device (busy_poll_us): by waiting tasks and the engine thread.",
+        busy_poll_hits: "Busy polls that ended on a frame or the awaited reply (no interrupt, no wake-up), not on time.",
         engine_passes: "Engine passes run by the engine thread.",
         engine_idle_passes: "Engine thread passes that received, sent and delivered nothing (a deadline whose work was done meanwhile, or a kick for a frame an earlier pass took).",
         hellos_sent: "Hello frames sent.",
@@ -460,6 +467,13 @@ pub(crate) struct Treenet {
     /// never wait for queue space: only the engine makes that space, and a
     /// handler may run on the engine thread.
     delivering: Atomic<usize>,
+    /// The NAPI context the last frame came in on (0: none): what busy
+    /// polling polls.
+    busy_napi: Atomic<u32>,
+    /// When a pass of the engine thread last received a frame (`now_ns`):
+    /// it busy-polls for `busy_poll_us` after that.  Frames a driving task
+    /// takes do not count: that task polls for them itself.
+    last_rx_ns: Atomic<u64>,
 }
 
 /// A neighbour as `/sys/kernel/treenet/peers` shows it.
@@ -670,6 +684,8 @@ impl Treenet {
                 progress <- new_condvar!("treenet::progress"),
                 dispatch <- new_mutex!((), "treenet::dispatch"),
                 delivering: Atomic::new(0),
+                busy_napi: Atomic::new(0),
+                last_rx_ns: Atomic::new(0),
             }),
             GFP_KERNEL,
         )
@@ -1132,6 +1148,11 @@ impl Treenet {
         };
         count(&self.stats.drives);
         let mut left = timeout;
+        // Busy polling, if on, for `busy_poll_us` of the whole wait.
+        let busy_until = match self.knobs.busy_poll_us.load(Relaxed) {
+            0 => 0,
+            us => now_ns().saturating_add(u64::from(us) * 1000),
+        };
         loop {
             if done.load(Acquire) != 0 {
                 return Ok(true);
@@ -1142,12 +1163,30 @@ impl Treenet {
             if kernel::current!().signal_pending() {
                 return Err(EINTR);
             }
+            if busy_until != 0 && now_ns() < busy_until {
+                self.busy_poll(Some(done), busy_until);
+            }
             let (l, kicked) = driving.wait(done, left);
             left = l;
             if kicked {
                 count(&self.stats.drive_passes);
                 self.pass(Some(channel));
             }
+        }
+    }
+
+    /// Polls the device the last frame came from until work is kicked to
+    /// this task (a frame, or a deadline of the engine thread's if this is
+    /// it), `done` is set, or `until_ns` (see
+    /// [`busy_poll`]).
+    fn busy_poll(&self, done: Option<&Atomic<u32>>, until_ns: u64) {
+        let napi = self.busy_napi.load(Relaxed);
+        if napi == 0 {
+            return;
+        }
+        count(&self.stats.busy_polls);
+        if busy_poll(napi, &self.kicker, done, until_ns) {
+            count(&self.stats.busy_poll_hits);
         }
     }
 
@@ -1295,6 +1334,10 @@ impl Treenet {
                     share -= 1;
                     budget -= 1;
                     got = true;
+                    let napi = frame.napi_id();
+                    if napi != 0 && self.busy_napi.load(Relaxed) != napi {
+                        self.busy_napi.store(napi, Relaxed);
+                    }
                     let mac = frame.src_mac();
                     g.handle_frame(k, s, li, mac, frame.data(), now);
                     now = now_ns();
@@ -1302,6 +1345,9 @@ impl Treenet {
                         budget = 0;
                     }
                 }
+            }
+            if got && driver.is_none() {
+                self.last_rx_ns.store(now, Relaxed);
             }
             if !got || budget == 0 {
                 break;
@@ -2638,9 +2684,22 @@ impl ThreadBody for Treenet {
     fn run(&self, ctx: &ThreadCtx<'_>) {
         while !ctx.should_stop() {
             let (wait, more) = self.pass(None);
-            if !more {
-                ctx.wait(wait);
+            if more {
+                continue;
             }
+            // Busy polling, if on: for `busy_poll_us` after the last frame
+            // received, the next one is polled for rather than waited for.
+            let us = self.knobs.busy_poll_us.load(Relaxed);
+            if us != 0 {
+                let until = self
+                    .last_rx_ns
+                    .load(Relaxed)
+                    .saturating_add(u64::from(us) * 1000);
+                if now_ns() < until {
+                    self.busy_poll(None, until);
+                }
+            }
+            ctx.wait(wait);
         }
     }
 }

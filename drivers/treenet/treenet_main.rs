@@ -370,6 +370,16 @@ knob!(
 // cheaper than CRC-32C in software); 0: always CRC-32C (for comparison).
 knob!(show_fast_checksum, store_fast_checksum, fast_checksum, 0, 1);
 
+// Busy polling (µs, 0: off, at most 100 ms): waiting tasks and the engine
+// thread poll the device instead of sleeping for an interrupt.
+knob!(
+    show_busy_poll_us,
+    store_busy_poll_us,
+    busy_poll_us,
+    0,
+    100_000
+);
+
 /// `on` or `off`: the key itself is never shown.
 fn show_auth_key(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{}", if c.net.auth_enabled() { "on" } else { "off" })
@@ -393,7 +403,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 32] = [
+static ATTRS: [Attribute<Ctx>; 33] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -413,6 +423,7 @@ static ATTRS: [Attribute<Ctx>; 32] = [
     Attribute::rw(c"ack_delay_us", show_ack_delay, store_ack_delay),
     Attribute::rw(c"piggyback_acks", show_piggyback_acks, store_piggyback_acks),
     Attribute::rw(c"fast_checksum", show_fast_checksum, store_fast_checksum),
+    Attribute::rw(c"busy_poll_us", show_busy_poll_us, store_busy_poll_us),
     Attribute::rw(c"peer_timeout_ms", show_peer_timeout, store_peer_timeout),
     Attribute::rw(c"max_msg_size", show_max_msg, store_max_msg),
     Attribute::rw(c"grant_slots", show_grant_slots, store_grant_slots),

@@ -11,7 +11,11 @@
 use super::kthread::{Kicker, RawThread};
 use core::ptr::NonNull;
 use kernel::ffi::{c_char, c_int, c_uint};
-use kernel::{prelude::*, str::CStr, sync::Arc};
+use kernel::{
+    prelude::*,
+    str::CStr,
+    sync::{atomic::Atomic, Arc},
+};
 
 #[repr(C)]
 struct RawNetLink {
@@ -45,6 +49,8 @@ extern "C" {
     fn zk_netlink_tx_alloc(l: *mut RawNetLink, len: c_uint, data: *mut *mut u8) -> *mut RawSkb;
     fn zk_netlink_tx(l: *mut RawNetLink, skb: *mut RawSkb, dst: *const u8) -> c_int;
     fn zk_netlink_tx_discard(skb: *mut RawSkb);
+    fn zk_skb_napi_id(skb: *const RawSkb) -> c_uint;
+    fn zk_busy_poll(napi_id: c_uint, t: *mut RawThread, done: *const u32, until_ns: u64) -> bool;
 }
 
 /// A MAC address.
@@ -189,6 +195,13 @@ impl RxFrame {
         unsafe { core::slice::from_raw_parts(p, len as usize) }
     }
 
+    /// The NAPI context the frame came in on, for [`busy_poll`] (0: none,
+    /// or the kernel has no busy polling).
+    pub(crate) fn napi_id(&self) -> u32 {
+        // SAFETY: the skb is ours.
+        unsafe { zk_skb_napi_id(self.skb.as_ptr()) }
+    }
+
     /// The sender's MAC address.
     pub(crate) fn src_mac(&self) -> Mac {
         let mut mac = [0u8; 6];
@@ -203,4 +216,28 @@ impl Drop for RxFrame {
         // SAFETY: the skb is ours and not used again.
         unsafe { zk_skb_free(self.skb.as_ptr()) }
     }
+}
+
+/// Busy polling, as a socket's `SO_BUSY_POLL`: the calling task runs the
+/// device's receive poll of NAPI context `napi_id` (from
+/// [`RxFrame::napi_id`]) itself until work is kicked to it through
+/// `kicker` (a frame a [`NetLink`] queued, or a deadline of the thread's
+/// if the caller is the thread), `done` is nonzero, a signal, or
+/// `until_ns` (`ktime_get_ns`).  A frame that arrives meanwhile then costs
+/// no interrupt and no wake-up.  Returns whether it ended on work or
+/// `done` (false: time ran out, a signal, or no such context).
+///
+/// Process context with no lock held; the poll runs the device's receive
+/// path (every protocol's) on this task's stack.
+pub(crate) fn busy_poll(
+    napi_id: u32,
+    kicker: &Kicker,
+    done: Option<&Atomic<u32>>,
+    until_ns: u64,
+) -> bool {
+    let done = done.map_or(core::ptr::null(), |d| d.as_ptr().cast_const());
+    // SAFETY: the kicker's record is live (borrowed); `done` is null or a
+    // valid `u32` the C side only reads atomically while this call lasts;
+    // the caller is in process context (the function's contract).
+    unsafe { zk_busy_poll(napi_id, kicker.as_raw(), done, until_ns) }
 }

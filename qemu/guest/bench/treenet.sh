@@ -47,6 +47,15 @@ sealing() {
 [ -x "$BIN" ] || die "no tcpbench at $BIN"
 bench_addresses
 
+# busy_polling <us>: this node's busy polling for sockets (net.core.busy_read
+# and busy_poll) and for treenet (busy_poll_us); 0: off.
+BUSY_POLL_US=1000
+busy_polling() {
+  echo "$1" > /proc/sys/net/core/busy_read 2>/dev/null || say "no net.core.busy_read"
+  echo "$1" > /proc/sys/net/core/busy_poll 2>/dev/null || true
+  [ ! -e "$TN/busy_poll_us" ] || echo "$1" > "$TN/busy_poll_us"
+}
+
 # selftest <command>: runs one treenet self-test, prints its result line.
 selftest() {
   echo "$1" > "$TN/selftest" || { echo "write '$1' failed"; return 1; }
@@ -73,6 +82,11 @@ if [ "$ZOID_ROLE" = ion ]; then
     echo 0 > "$TN/packet_size"; sealing plain
   fi
   barrier 5                      # both back to the defaults: round trips
+  barrier 6                      # the CN finished the round trips
+  busy_polling "$BUSY_POLL_US"
+  barrier 7                      # both poll: the same round trips again
+  barrier 8
+  busy_polling 0
   wait "$server" || die "tcpbench server failed"
   exit 0
 fi
@@ -126,18 +140,31 @@ done
 # difference measured, so the two are measured side by side in time.
 echo 0 > "$TN/packet_size" 2>/dev/null; sealing plain 2>/dev/null
 barrier 5
-tcp_runs= tn_runs= i=0
-while [ "$i" -lt "${RTT_REPEAT:-5}" ]; do
-  i=$((i + 1))
-  out=$("$BIN" ping "$ION_IP" "$PORT" "$PING_SIZE" "$PING_COUNT" 2>&1)
-  v=$(value rtt "$out") || { fail "tcp_rtt_${PING_SIZE}_us" "$out"; break; }
-  tcp_runs="$tcp_runs $v"
-  [ -n "$HAVE_TN" ] || continue
-  out=$(selftest "ping 0 $PING_SIZE $PING_COUNT" 2>&1)
-  v=$(value rtt "$out") || { fail "treenet_rtt_${PING_SIZE}_us" "$out"; break; }
-  tn_runs="$tn_runs $v"
-done
-[ -z "$tcp_runs" ] || report "tcp_rtt_${PING_SIZE}_us" $tcp_runs
-[ -z "$tn_runs" ] || report "treenet_rtt_${PING_SIZE}_us" $tn_runs
+# round_trips <suffix>: TCP's and treenet's round trips in turns, reported
+# as tcp<suffix>_rtt_32_us and treenet<suffix>_rtt_32_us.
+round_trips() {
+  tcp_runs= tn_runs= i=0
+  while [ "$i" -lt "${RTT_REPEAT:-5}" ]; do
+    i=$((i + 1))
+    out=$("$BIN" ping "$ION_IP" "$PORT" "$PING_SIZE" "$PING_COUNT" 2>&1)
+    v=$(value rtt "$out") || { fail "tcp$1_rtt_${PING_SIZE}_us" "$out"; break; }
+    tcp_runs="$tcp_runs $v"
+    [ -n "$HAVE_TN" ] || continue
+    out=$(selftest "ping 0 $PING_SIZE $PING_COUNT" 2>&1)
+    v=$(value rtt "$out") || { fail "treenet$1_rtt_${PING_SIZE}_us" "$out"; break; }
+    tn_runs="$tn_runs $v"
+  done
+  [ -z "$tcp_runs" ] || report "tcp$1_rtt_${PING_SIZE}_us" $tcp_runs
+  [ -z "$tn_runs" ] || report "treenet$1_rtt_${PING_SIZE}_us" $tn_runs
+}
+round_trips ""
+# The same with busy polling on both nodes, for both transports (sockets:
+# net.core.busy_read; treenet: busy_poll_us), BUSY_POLL_US each.
+barrier 6
+busy_polling "$BUSY_POLL_US"
+barrier 7
+round_trips _busypoll
+barrier 8
+busy_polling 0
 "$BIN" quit "$ION_IP" "$PORT" || fail tcp_quit "cannot stop the server"
 exit "$failed"

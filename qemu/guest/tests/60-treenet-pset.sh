@@ -77,3 +77,26 @@ if [ "$ZOID_ROLE" = ion ]; then
 fi
 barrier $tag; tag=$((tag + 1))
 echo 1 > $T/fast_checksum
+
+# Busy polling (busy_poll_us, docs/treenet.md): with it on at every node,
+# waiting tasks and the engine threads poll the device instead of
+# sleeping for its interrupt.  Messages both ways still check out, the
+# CN's pings are answered while it polls, and the ION's engine thread
+# polled after the frames it received.
+echo 2000 > $T/busy_poll_us
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_NODE" = cn1 ]; then
+  h0=$(stat busy_poll_hits)
+  st ping 0 32 50 > /dev/null
+  st send 0 65536 4 > /dev/null
+  [ "$(stat busy_poll_hits)" -gt "$h0" ] || { echo "no ping answered while polling"; nonzero stats $T/stats; exit 1; }
+fi
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_ROLE" = ion ]; then
+  st send 1 65536 4 > /dev/null
+  [ "$(stat busy_polls)" -gt 0 ] || { echo "the ION's engine thread never polled"; nonzero stats $T/stats; exit 1; }
+  [ "$(counter $T/selftest_events received_bad)" = 0 ]
+fi
+barrier $tag; tag=$((tag + 1))
+echo 0 > $T/busy_poll_us
+[ "$(counter $T/selftest_events received_bad)" = 0 ]

@@ -231,6 +231,16 @@ long zk_thread_drive_wait(struct zk_thread *t, const u32 *done, long timeout,
 	return timeout;
 }
 
+/*
+ * Whether work waits for the calling task: work kicked to whoever does it,
+ * and, for the thread itself, work kicked to the thread (its deadline).
+ */
+bool zk_thread_has_work(struct zk_thread *t)
+{
+	return atomic_read(&t->pending) ||
+	       (current == READ_ONCE(t->task) && atomic_read(&t->thread_pending));
+}
+
 /* Wakes the driver (if any, and not the caller): its wait may be over. */
 void zk_thread_wake_driver(struct zk_thread *t)
 {

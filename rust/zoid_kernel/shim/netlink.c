@@ -13,6 +13,7 @@
 #include <linux/if_arp.h>
 #include <linux/pkt_sched.h>
 #include <linux/skbuff.h>
+#include <net/busy_poll.h>
 
 #include "zoid_kernel_shim.h"
 
@@ -156,6 +157,57 @@ const u8 *zk_skb_data(const struct sk_buff *skb, unsigned int *len)
 void zk_skb_src_mac(const struct sk_buff *skb, u8 *mac)
 {
 	ether_addr_copy(mac, eth_hdr(skb)->h_source);
+}
+
+/* The NAPI context the frame came in on (0: none, or no busy polling). */
+unsigned int zk_skb_napi_id(const struct sk_buff *skb)
+{
+#ifdef CONFIG_NET_RX_BUSY_POLL
+	return napi_id_valid(skb->napi_id) ? skb->napi_id : 0;
+#else
+	return 0;
+#endif
+}
+
+#ifdef CONFIG_NET_RX_BUSY_POLL
+struct zk_busy_poll {
+	struct zk_thread *t;
+	const u32 *done;
+	u64 until_ns;
+	bool got;
+};
+
+static bool zk_busy_poll_end(void *arg, unsigned long start_time)
+{
+	struct zk_busy_poll *b = arg;
+
+	b->got = zk_thread_has_work(b->t) || (b->done && READ_ONCE(*b->done));
+	return b->got || ktime_get_ns() >= b->until_ns || signal_pending(current);
+}
+#endif
+
+/*
+ * Busy polling: the calling task runs the NAPI poll of context `napi_id`
+ * (from zk_skb_napi_id) itself, as a socket's SO_BUSY_POLL does, until
+ * work is kicked to it through `t` (a frame queued by zk_netlink_rcv, a
+ * deadline), *done (if given) is nonzero, a signal, or ktime `until_ns`.
+ * Frames then need no interrupt and no wake-up.  Returns whether it ended
+ * on work or *done (false: time, a signal, or no such context).  Process
+ * context, no locks held; bounded by `until_ns` and need_resched().
+ */
+bool zk_busy_poll(unsigned int napi_id, struct zk_thread *t, const u32 *done,
+		  u64 until_ns)
+{
+#ifdef CONFIG_NET_RX_BUSY_POLL
+	struct zk_busy_poll b = { .t = t, .done = done, .until_ns = until_ns };
+
+	if (!napi_id_valid(napi_id) || zk_busy_poll_end(&b, 0))
+		return b.got;
+	napi_busy_loop(napi_id, zk_busy_poll_end, &b, false, BUSY_POLL_BUDGET);
+	return b.got;
+#else
+	return false;
+#endif
 }
 
 void zk_skb_free(struct sk_buff *skb)

@@ -32,6 +32,7 @@ void zk_thread_drive_end(struct zk_thread *t);
 long zk_thread_drive_wait(struct zk_thread *t, const u32 *done, long timeout,
 			  bool *kicked);
 void zk_thread_wake_driver(struct zk_thread *t);
+bool zk_thread_has_work(struct zk_thread *t);
 unsigned long zk_stack_left(void);
 bool zk_thread_should_stop(void);
 void zk_thread_wait(struct zk_thread *t, long timeout);
@@ -53,6 +54,9 @@ u64 zk_netlink_tx_errors(const struct zk_netlink *l);
 struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 **data);
 int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst);
 void zk_netlink_tx_discard(struct sk_buff *skb);
+unsigned int zk_skb_napi_id(const struct sk_buff *skb);
+bool zk_busy_poll(unsigned int napi_id, struct zk_thread *t, const u32 *done,
+		  u64 until_ns);
 
 /* vfs.c: file operations under an exported directory. */
 struct file;
