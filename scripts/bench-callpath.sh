@@ -9,6 +9,8 @@
 #   scripts/bench-callpath.sh [extra qemu/pset options]
 #   FLAVOR=debug N=1000 scripts/bench-callpath.sh
 #   PIGGYBACK=0 scripts/bench-callpath.sh   # acks in frames of their own
+#   BUSY_POLL_US=1000 scripts/bench-callpath.sh  # both nodes busy-poll
+#                     (treenet's busy_poll_us, sockets' net.core.busy_read)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -20,8 +22,8 @@ rc=0
   --add "$bin:/zoid/bench/zoidbench" \
   --add "$repo/qemu/guest/bench/lib.sh:/zoid/bench/lib.sh" \
   --add "$repo/qemu/guest/bench/callpath.sh:/zoid/bench/callpath.sh" \
-  --ion-cmd "N=${N:-2000} PIGGYBACK=${PIGGYBACK:-1} sh /zoid/bench/callpath.sh" \
-  --cn-cmd "N=${N:-2000} PIGGYBACK=${PIGGYBACK:-1} sh /zoid/bench/callpath.sh" \
+  --ion-cmd "N=${N:-2000} PIGGYBACK=${PIGGYBACK:-1} BUSY_POLL_US=${BUSY_POLL_US:-0} sh /zoid/bench/callpath.sh" \
+  --cn-cmd "N=${N:-2000} PIGGYBACK=${PIGGYBACK:-1} BUSY_POLL_US=${BUSY_POLL_US:-0} sh /zoid/bench/callpath.sh" \
   --timeout 1200 "$@" || rc=$?
 for n in cn1 ion; do
   tr -d '\r' < "$log/$n.console" | sed -n '/^== /,/^@@ZOID cmd-end/p' | grep -v '^@@ZOID'
