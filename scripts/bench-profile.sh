@@ -11,6 +11,8 @@
 #   scripts/bench-profile.sh [extra qemu/pset options]
 #   WORKLOADS="treenet_4k tcp_4k" TOP=60 scripts/bench-profile.sh
 #   WORKLOADS="zoid_write_1m fwd_write_1m" scripts/bench-profile.sh  (zoid calls)
+#   BUSY_POLL_US=5000 WORKLOADS="tcp_rtt treenet_rtt" scripts/bench-profile.sh
+#     (both nodes busy-poll, so idle time no longer hides a round trip's work)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -21,6 +23,7 @@ zoidbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/zoidbench.c)
 rm -rf "$log"
 env="TOP=${TOP:-40}"
 [ -n "${WORKLOADS:-}" ] && env="$env WORKLOADS='$WORKLOADS'"
+[ -n "${BUSY_POLL_US:-}" ] && env="$env BUSY_POLL_US='$BUSY_POLL_US'"
 rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor "${FLAVOR:-release}" --cns 1 --log "$log" \
   --add "$tcpbench:/zoid/bench/tcpbench" \
