@@ -1175,10 +1175,9 @@ impl Treenet {
         }
     }
 
-    /// Polls the device the last frame came from until work is kicked to
-    /// this task (a frame, or a deadline of the engine thread's if this is
-    /// it), `done` is set, or `until_ns` (see
-    /// [`busy_poll`]).
+    /// Polls the device the last frame came from (see [`busy_poll`]) until
+    /// work is kicked to this task (a frame, or a deadline of the engine
+    /// thread's if this is it), `done` is set, or `until_ns`.
     fn busy_poll(&self, done: Option<&Atomic<u32>>, until_ns: u64) {
         let napi = self.busy_napi.load(Relaxed);
         if napi == 0 {
