@@ -16,9 +16,7 @@ bench_addresses
 # PIGGYBACK=0: every treenet ack in a frame of its own (for comparison).
 echo "${PIGGYBACK:-1}" > $TN/piggyback_acks || die "cannot set piggyback_acks"
 # BUSY_POLL_US: busy polling on this node, for treenet and for sockets.
-echo "${BUSY_POLL_US:-0}" > $TN/busy_poll_us || die "cannot set busy_poll_us"
-echo "${BUSY_POLL_US:-0}" > /proc/sys/net/core/busy_read || die "cannot set net.core.busy_read"
-echo "${BUSY_POLL_US:-0}" > /proc/sys/net/core/busy_poll || die "cannot set net.core.busy_poll"
+busy_polling "${BUSY_POLL_US:-0}"
 if [ "$ZOID_ROLE" = ion ]; then
   start_forwarder
   barrier 1

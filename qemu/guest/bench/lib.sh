@@ -20,6 +20,15 @@ failed=0
 say() { echo "bench: $*"; }
 die() { say "$*"; exit 1; }
 
+# busy_polling <us>: this node's busy polling for sockets (net.core.busy_read
+# and busy_poll) and for treenet (busy_poll_us, if loaded); 0: off.  What
+# cannot be set is said, not fatal (a node leaving would hang its barriers).
+busy_polling() {
+  echo "$1" > /proc/sys/net/core/busy_read 2>/dev/null || say "cannot set net.core.busy_read"
+  echo "$1" > /proc/sys/net/core/busy_poll 2>/dev/null || say "cannot set net.core.busy_poll"
+  [ ! -e "$TN/busy_poll_us" ] || echo "$1" > "$TN/busy_poll_us" || say "cannot set busy_poll_us"
+}
+
 [ "$ZOID_CNS" = 1 ] || [ -n "${BENCH_ANY_CNS:-}" ] ||
   die "run me in a 1 ION + 1 CN pset (ZOID_CNS=$ZOID_CNS)"
 HAVE_TN=

@@ -34,11 +34,7 @@ TOP=${TOP:-40}
 [ -x "$KPROF" ] || die "no kprof at $KPROF"
 [ -n "$HAVE_TN" ] || die "no $TN/selftest"
 bench_addresses
-if [ -n "${BUSY_POLL_US:-}" ]; then   # busy polling, treenet's and sockets'
-  echo "$BUSY_POLL_US" > "$TN/busy_poll_us" || die "cannot set busy_poll_us"
-  echo "$BUSY_POLL_US" > /proc/sys/net/core/busy_read || die "cannot set net.core.busy_read"
-  echo "$BUSY_POLL_US" > /proc/sys/net/core/busy_poll || die "cannot set net.core.busy_poll"
-fi
+[ -z "${BUSY_POLL_US:-}" ] || busy_polling "$BUSY_POLL_US"   # treenet's and sockets'
 
 # ops <workload>: how many messages or round trips it runs.
 ops() {

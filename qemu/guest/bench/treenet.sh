@@ -47,14 +47,8 @@ sealing() {
 [ -x "$BIN" ] || die "no tcpbench at $BIN"
 bench_addresses
 
-# busy_polling <us>: this node's busy polling for sockets (net.core.busy_read
-# and busy_poll) and for treenet (busy_poll_us); 0: off.
+# Busy polling for the second set of round trips (busy_polling, lib.sh).
 BUSY_POLL_US=1000
-busy_polling() {
-  echo "$1" > /proc/sys/net/core/busy_read 2>/dev/null || say "no net.core.busy_read"
-  echo "$1" > /proc/sys/net/core/busy_poll 2>/dev/null || true
-  [ ! -e "$TN/busy_poll_us" ] || echo "$1" > "$TN/busy_poll_us"
-}
 
 # selftest <command>: runs one treenet self-test, prints its result line.
 selftest() {
