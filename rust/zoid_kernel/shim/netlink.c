@@ -193,7 +193,8 @@ static bool zk_busy_poll_end(void *arg, unsigned long start_time)
  * deadline), *done (if given) is nonzero, a signal, or ktime `until_ns`.
  * Frames then need no interrupt and no wake-up.  Returns whether it ended
  * on work or *done (false: time, a signal, or no such context).  Process
- * context, no locks held; bounded by `until_ns` and need_resched().
+ * context, no locks held; bounded by `until_ns` (on need_resched() it
+ * yields the CPU and then polls on).
  */
 bool zk_busy_poll(unsigned int napi_id, struct zk_thread *t, const u32 *done,
 		  u64 until_ns)
