@@ -474,6 +474,56 @@ pub(crate) struct Treenet {
     /// it busy-polls for `busy_poll_us` after that.  Frames a driving task
     /// takes do not count: that task polls for them itself.
     last_rx_ns: Atomic<u64>,
+    /// The longest passes and waits of the engine (sysfs `peaks`).
+    pub(crate) peaks: Peaks,
+}
+
+/// The longest passes and waits of the engine since load or the last
+/// reset (sysfs `peaks`): whether a node that fell silent towards its
+/// neighbours was slow to run its engine, or ran it and sent nothing.
+pub(crate) struct Peaks {
+    /// Longest pass of the engine thread (µs), deliveries included.
+    pub(crate) pass_us: Atomic<u64>,
+    /// Longest the engine thread took to start a pass after one that left
+    /// work to do at once (µs): time it could run but did not (interrupts,
+    /// softirqs, other tasks).
+    pub(crate) run_delay_us: Atomic<u64>,
+    /// Longest a round of hellos went out after it was due (µs).
+    pub(crate) hello_late_us: Atomic<u64>,
+}
+
+impl Peaks {
+    const fn new() -> Self {
+        Self {
+            pass_us: Atomic::new(0),
+            run_delay_us: Atomic::new(0),
+            hello_late_us: Atomic::new(0),
+        }
+    }
+
+    /// Every peak with its name (µs).
+    pub(crate) fn each(&self, mut f: impl FnMut(&'static str, u64)) {
+        f("engine_pass_max_us", self.pass_us.load(Relaxed));
+        f("engine_run_delay_max_us", self.run_delay_us.load(Relaxed));
+        f("hello_late_max_us", self.hello_late_us.load(Relaxed));
+    }
+
+    /// Every peak back to zero.
+    pub(crate) fn reset(&self) {
+        self.pass_us.store(0, Relaxed);
+        self.run_delay_us.store(0, Relaxed);
+        self.hello_late_us.store(0, Relaxed);
+    }
+}
+
+/// Raises `peak` to `ns` (in µs) if that is higher.  Writers are the
+/// engine thread or hold the engine's lock; a reset racing with a raise
+/// loses one or the other, which is harmless.
+fn raise_us(peak: &Atomic<u64>, ns: u64) {
+    let us = ns / 1000;
+    if us > peak.load(Relaxed) {
+        peak.store(us, Relaxed);
+    }
 }
 
 /// A neighbour as `/sys/kernel/treenet/peers` shows it.
@@ -686,6 +736,7 @@ impl Treenet {
                 delivering: Atomic::new(0),
                 busy_napi: Atomic::new(0),
                 last_rx_ns: Atomic::new(0),
+                peaks: Peaks::new(),
             }),
             GFP_KERNEL,
         )
@@ -1367,6 +1418,10 @@ impl Treenet {
         let timeout_ns = u64::from(k.peer_timeout_ms.load(Relaxed)) * 1_000_000;
         let hello_every = (timeout_ns / 4).max(10_000_000);
         if g.hello_now || now.saturating_sub(g.last_hello_ns) >= hello_every {
+            if !g.hello_now && g.last_hello_ns != 0 {
+                let due = g.last_hello_ns.saturating_add(hello_every);
+                raise_us(&self.peaks.hello_late_us, now.saturating_sub(due));
+            }
             g.hello_now = false;
             g.last_hello_ns = now;
             g.send_hellos(k, s);
@@ -2681,9 +2736,18 @@ impl ThreadBody for Treenet {
     }
 
     fn run(&self, ctx: &ThreadCtx<'_>) {
+        // When the last pass ended, if it left work to do at once.
+        let mut left_work_at = None;
         while !ctx.should_stop() {
+            let start = now_ns();
+            if let Some(at) = left_work_at.take() {
+                raise_us(&self.peaks.run_delay_us, start.saturating_sub(at));
+            }
             let (wait, more) = self.pass(None);
+            let end = now_ns();
+            raise_us(&self.peaks.pass_us, end.saturating_sub(start));
             if more {
+                left_work_at = Some(end);
                 continue;
             }
             // Busy polling, if on: for `busy_poll_us` after the last frame

@@ -201,6 +201,25 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "engine_timer_fires {}", U64(wakes.timer_fires))
 }
 
+fn show_peaks(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    let mut r = Ok(());
+    c.net.peaks.each(|name, v| {
+        if r.is_ok() {
+            r = writeln!(w, "{name} {}", U64(v));
+        }
+    });
+    r
+}
+
+/// Writing 0 to `peaks` starts them again.
+fn store_peaks(c: &Ctx, input: &[u8]) -> Result {
+    if sysfs::parse_u64(input)? != 0 {
+        return Err(EINVAL);
+    }
+    c.net.peaks.reset();
+    Ok(())
+}
+
 fn show_channels(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(
         w,
@@ -403,7 +422,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 33] = [
+static ATTRS: [Attribute<Ctx>; 34] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -414,6 +433,7 @@ static ATTRS: [Attribute<Ctx>; 33] = [
     Attribute::ro(c"peers", show_peers),
     Attribute::ro(c"peer_log", show_peer_log),
     Attribute::ro(c"stats", show_stats),
+    Attribute::rw(c"peaks", show_peaks, store_peaks),
     Attribute::ro(c"channels", show_channels),
     Attribute::rw(c"packet_size", show_packet_size, store_packet_size),
     Attribute::rw(c"ack_threshold", show_ack_threshold, store_ack_threshold),

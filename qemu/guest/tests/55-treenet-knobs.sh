@@ -17,6 +17,11 @@ if (echo "no/such" > $T/bind) 2>/dev/null; then echo "bad name bound"; exit 1; f
 if (echo nosuch0 > $T/bind) 2>/dev/null; then echo "missing device bound"; exit 1; fi
 if (echo "fly 1 2" > $T/selftest) 2>/dev/null; then echo "bad command ran"; exit 1; fi
 grep -q '^drop_bad_checksum 0$' $T/stats
+# The engine's peaks: three values in µs, reset by 0 and nothing else.
+[ "$(awk '$2 ~ /^[0-9]+$/' $T/peaks | wc -l)" = 3 ] || { echo "peaks:"; cat $T/peaks; exit 1; }
+bad peaks 1; bad peaks x
+echo 0 > $T/peaks
+[ "$(awk '$1 == "hello_late_max_us" { print $2 }' $T/peaks)" -lt 1000000 ] || { cat $T/peaks; exit 1; }
 # A barrier tag used again soon (two tests sharing tags) fails at once on
 # the ION (EEXIST), rather than timing out after 600 s.
 if [ "$ZOID_ROLE" = ion ]; then

@@ -24,6 +24,12 @@ snapshot() { for c in $drops; do echo "$c $(stat $c)"; done; }
 downs=$(stat peer_down)
 others=; [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE" != cn1 ] && others=1
 barrier $tag
+# The ION's engine peaks, from the flood on: a session the other CNs lose
+# shows there whether the ION's engine stalled (docs/reliability.md).
+if [ "$ZOID_ROLE" = ion ]; then
+  echo 0 > $T/peaks
+  awk 'NR > 2 { print $1, $3, $11 }' /proc/net/dev > /tmp/hostile-netdev
+fi
 if [ -n "$others" ]; then
   # The other CNs are served while CN 1 floods: a ping a second, each
   # answered within its 10 s.
@@ -35,6 +41,14 @@ if [ -n "$others" ]; then
 fi
 flood_from_cn1 "$frames" "${FLOOD_SEED:-7}" 3000
 barrier $((tag + 1))
+if [ "$ZOID_ROLE" = ion ]; then
+  echo "ION engine during the flood: $(awk '{ printf "%s=%s ", $1, $2 }' $T/peaks)"
+  echo "ION frames during the flood (interface rx tx):"
+  awk 'NR > 2 { print $1, $3, $11 }' /proc/net/dev | while read -r dev rx tx; do
+    awk -v d="$dev" -v r="$rx" -v t="$tx" '$1 == d { printf " %s %d %d", d, r - $2, t - $3 }' /tmp/hostile-netdev
+  done
+  echo
+fi
 if [ -n "$others" ]; then
   touch /tmp/flood-over; wait
   failed=$(grep -c failed /tmp/flood-pings || true)

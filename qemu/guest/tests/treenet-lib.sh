@@ -15,6 +15,7 @@ diag() {
   echo "--- peers"; cat $T/peers
   echo "--- peer_log"; cat $T/peer_log
   nonzero stats $T/stats
+  nonzero peaks $T/peaks
   echo "--- selftest_events"; cat $T/selftest_events | tr '\n' ' '; echo
 }
 
