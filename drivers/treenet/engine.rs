@@ -131,7 +131,19 @@ pub(crate) struct Knobs {
     /// Fault injection on receive: data and ack frames dropped, parts per
     /// million; hellos pass (a neighbour that stays up but takes no data).
     pub(crate) deaf_ppm: Atomic<u32>,
+    /// The engine thread's nice value (see [`ENGINE_NICE`]).
+    pub(crate) engine_nice: Atomic<i32>,
 }
+
+/// The engine thread's nice value at load: -20, as the kernel's high
+/// priority workqueues (`WQ_HIGHPRI`) that block and network transports
+/// run their work on.  Receive work in softirq is charged to whatever task
+/// it interrupts; under a flood of frames the ION of an x86_64 KASAN pset
+/// spent 70 % of its CPU there, and an engine at nice 0 lost the scheduler
+/// for up to 13 s at a time (one pass of it took that long), so that its
+/// hellos went out 10 s late and a CN took its ION for down
+/// (docs/reliability.md, "Long runs").  At -20 its longest pass was 1.5 s.
+pub(crate) const ENGINE_NICE: i32 = -20;
 
 impl Knobs {
     fn new() -> Self {
@@ -153,6 +165,7 @@ impl Knobs {
             dup_ppm: Atomic::new(0),
             reorder_ppm: Atomic::new(0),
             deaf_ppm: Atomic::new(0),
+            engine_nice: Atomic::new(ENGINE_NICE),
         }
     }
 }
@@ -490,6 +503,16 @@ pub(crate) struct Peaks {
     pub(crate) run_delay_us: Atomic<u64>,
     /// Longest a round of hellos went out after it was due (µs).
     pub(crate) hello_late_us: Atomic<u64>,
+    /// Longest wait for the engine's lock at the start of a pass (µs).
+    pub(crate) lock_wait_us: Atomic<u64>,
+    /// Longest handling of one received frame (µs).
+    pub(crate) frame_us: Atomic<u64>,
+    /// Longest run of a pass's timers and transmissions (µs): hellos,
+    /// dead neighbours, grants, retransmissions, new frames.
+    pub(crate) timers_us: Atomic<u64>,
+    /// Longest delivery of a pass's messages and events to upper layers
+    /// (µs).
+    pub(crate) deliver_us: Atomic<u64>,
 }
 
 impl Peaks {
@@ -498,31 +521,50 @@ impl Peaks {
             pass_us: Atomic::new(0),
             run_delay_us: Atomic::new(0),
             hello_late_us: Atomic::new(0),
+            lock_wait_us: Atomic::new(0),
+            frame_us: Atomic::new(0),
+            timers_us: Atomic::new(0),
+            deliver_us: Atomic::new(0),
         }
+    }
+
+    fn all(&self) -> [(&'static str, &Atomic<u64>); 7] {
+        [
+            ("engine_pass_max_us", &self.pass_us),
+            ("engine_run_delay_max_us", &self.run_delay_us),
+            ("hello_late_max_us", &self.hello_late_us),
+            ("lock_wait_max_us", &self.lock_wait_us),
+            ("frame_max_us", &self.frame_us),
+            ("timers_max_us", &self.timers_us),
+            ("deliver_max_us", &self.deliver_us),
+        ]
     }
 
     /// Every peak with its name (µs).
     pub(crate) fn each(&self, mut f: impl FnMut(&'static str, u64)) {
-        f("engine_pass_max_us", self.pass_us.load(Relaxed));
-        f("engine_run_delay_max_us", self.run_delay_us.load(Relaxed));
-        f("hello_late_max_us", self.hello_late_us.load(Relaxed));
+        for (name, peak) in self.all() {
+            f(name, peak.load(Relaxed));
+        }
     }
 
     /// Every peak back to zero.
     pub(crate) fn reset(&self) {
-        self.pass_us.store(0, Relaxed);
-        self.run_delay_us.store(0, Relaxed);
-        self.hello_late_us.store(0, Relaxed);
+        for (_, peak) in self.all() {
+            peak.store(0, Relaxed);
+        }
     }
 }
 
-/// Raises `peak` to `ns` (in µs) if that is higher.  Writers are the
-/// engine thread or hold the engine's lock; a reset racing with a raise
-/// loses one or the other, which is harmless.
+/// Raises `peak` to `ns` (in µs) if that is higher (the engine thread
+/// and driving tasks raise the same peaks).
 fn raise_us(peak: &Atomic<u64>, ns: u64) {
-    let us = ns / 1000;
-    if us > peak.load(Relaxed) {
-        peak.store(us, Relaxed);
+    let us = div_u64(ns, 1000);
+    let mut seen = peak.load(Relaxed);
+    while us > seen {
+        match peak.cmpxchg(seen, us, Relaxed) {
+            Ok(_) => break,
+            Err(now) => seen = now,
+        }
     }
 }
 
@@ -740,6 +782,14 @@ impl Treenet {
             }),
             GFP_KERNEL,
         )
+    }
+
+    /// Sets the engine thread's nice value (-20..19): `EINVAL` outside
+    /// that range, `ESRCH` if the thread is not running.
+    pub(crate) fn set_engine_nice(&self, nice: i32) -> Result {
+        self.kicker.set_nice(nice)?;
+        self.knobs.engine_nice.store(nice, Relaxed);
+        Ok(())
     }
 
     /// Wakes the engine.
@@ -1352,8 +1402,10 @@ impl Treenet {
     /// driving task (see [`Treenet::drive_until`]) delivering on that
     /// channel only; it wakes the engine thread for anything it leaves.
     fn pass(&self, driver: Option<u16>) -> (usize, bool) {
+        let asked = now_ns();
         let mut g = self.inner.lock();
         let start = now_ns();
+        raise_us(&self.peaks.lock_wait_us, start.saturating_sub(asked));
         let mut now = start;
         let k = &self.knobs;
         let s = &self.stats;
@@ -1389,8 +1441,10 @@ impl Treenet {
                         self.busy_napi.store(napi, Relaxed);
                     }
                     let mac = frame.src_mac();
+                    let took = now;
                     g.handle_frame(k, s, li, mac, frame.data(), now);
                     now = now_ns();
+                    raise_us(&self.peaks.frame_us, now.saturating_sub(took));
                     if now.saturating_sub(start) >= PASS_TIME_NS {
                         budget = 0;
                     }
@@ -1414,6 +1468,7 @@ impl Treenet {
             }
         }
         let more_rx = budget == 0;
+        let timers_from = now_ns();
         // Timers: hellos, dead neighbours, retransmissions.
         let timeout_ns = u64::from(k.peer_timeout_ms.load(Relaxed)) * 1_000_000;
         let hello_every = (timeout_ns / 4).max(10_000_000);
@@ -1467,7 +1522,16 @@ impl Treenet {
         g.flush_held(s);
         let more_work = more_rx || more_tx || !g.loop_frames.is_empty();
         drop(g);
+        let delivery_from = now_ns();
+        raise_us(
+            &self.peaks.timers_us,
+            delivery_from.saturating_sub(timers_from),
+        );
         let left = self.flush_events(driver);
+        raise_us(
+            &self.peaks.deliver_us,
+            now_ns().saturating_sub(delivery_from),
+        );
         // Acks last: what upper layers sent while handling these frames (a
         // reply, a pong) left first, so an ack is never on a round trip's
         // critical path.

@@ -27,7 +27,7 @@ mod api;
 mod engine;
 mod selftest;
 
-use crate::engine::Treenet;
+use crate::engine::{Treenet, ENGINE_NICE};
 use selftest::SelfTest;
 use zoid_kernel::kthread::KThread;
 use zoid_kernel::sysfs::{self, Attribute, SysfsDir, SysfsWriter};
@@ -199,6 +199,16 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "engine_kicks {}", U64(wakes.kicks))?;
     writeln!(w, "engine_thread_kicks {}", U64(wakes.thread_kicks))?;
     writeln!(w, "engine_timer_fires {}", U64(wakes.timer_fires))
+}
+
+fn show_engine_nice(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.net.knobs.engine_nice.load(Relaxed))
+}
+
+fn store_engine_nice(c: &Ctx, input: &[u8]) -> Result {
+    let s = core::str::from_utf8(input).map_err(|_| EINVAL)?.trim();
+    let nice: i32 = s.parse().map_err(|_| EINVAL)?;
+    c.net.set_engine_nice(nice)
 }
 
 fn show_peaks(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -422,7 +432,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 34] = [
+static ATTRS: [Attribute<Ctx>; 35] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -444,6 +454,7 @@ static ATTRS: [Attribute<Ctx>; 34] = [
     Attribute::rw(c"piggyback_acks", show_piggyback_acks, store_piggyback_acks),
     Attribute::rw(c"fast_checksum", show_fast_checksum, store_fast_checksum),
     Attribute::rw(c"busy_poll_us", show_busy_poll_us, store_busy_poll_us),
+    Attribute::rw(c"engine_nice", show_engine_nice, store_engine_nice),
     Attribute::rw(c"peer_timeout_ms", show_peer_timeout, store_peer_timeout),
     Attribute::rw(c"max_msg_size", show_max_msg, store_max_msg),
     Attribute::rw(c"grant_slots", show_grant_slots, store_grant_slots),
@@ -506,6 +517,7 @@ impl kernel::Module for TreenetModule {
             net.set_identity(None, None, Some(u16::try_from(pset).map_err(|_| EINVAL)?));
         }
         let engine = KThread::spawn(c"treenet", net.clone())?;
+        net.set_engine_nice(ENGINE_NICE)?;
         let selftest = SelfTest::register(net.clone())?;
         let mut this = Self {
             sysfs: None,

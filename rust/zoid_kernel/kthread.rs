@@ -48,6 +48,7 @@ extern "C" {
         kicked: *mut bool,
     ) -> c_long;
     fn zk_thread_wake_driver(t: *mut RawThread);
+    fn zk_thread_set_nice(t: *mut RawThread, nice: c_int) -> c_int;
     fn zk_stack_left() -> usize;
     fn zk_thread_should_stop() -> bool;
     fn zk_thread_wait(t: *mut RawThread, timeout: c_long);
@@ -110,6 +111,18 @@ impl Kicker {
             )
         };
         c
+    }
+
+    /// Sets the thread's nice value (-20..19; lower runs first and gets a
+    /// larger share of a busy CPU).  `EINVAL` outside that range, `ESRCH`
+    /// if the thread is not running.
+    pub(crate) fn set_nice(&self, nice: i32) -> Result {
+        // SAFETY: as in `kick`; the shim pins the task it changes.
+        let err = unsafe { zk_thread_set_nice(self.raw.as_ptr(), nice) };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(())
     }
 
     /// Registers the current task as the one that does the thread's work

@@ -13,12 +13,24 @@ bad drop_ppm 1000001; bad dup_ppm abc; bad reorder_ppm -5; bad drop_burst 0; bad
 bad deaf_ppm 1000001; bad deaf_ppm x; bad piggyback_acks 2; bad piggyback_acks on
 bad fast_checksum 2; bad fast_checksum on; bad busy_poll_us 100001; bad busy_poll_us -1
 bad role boss; bad node_id 65535
+bad engine_nice -21; bad engine_nice 20; bad engine_nice x; bad engine_nice 1.5
+# The engine thread runs at engine_nice (-20 at load), and a change reaches it.
+engine_nice() {
+  for c in /proc/[0-9]*/comm; do
+    if [ "$(cat $c 2>/dev/null)" = treenet ]; then awk '{ print $19 }' ${c%/comm}/stat; fi
+  done
+}
+[ "$(cat $T/engine_nice)" = -20 ] && [ "$(engine_nice)" = -20 ] ||
+  { echo "engine_nice $(cat $T/engine_nice), thread at $(engine_nice)"; exit 1; }
+echo 5 > $T/engine_nice
+[ "$(engine_nice)" = 5 ] || { echo "engine_nice 5: thread at $(engine_nice)"; exit 1; }
+echo -20 > $T/engine_nice
 if (echo "no/such" > $T/bind) 2>/dev/null; then echo "bad name bound"; exit 1; fi
 if (echo nosuch0 > $T/bind) 2>/dev/null; then echo "missing device bound"; exit 1; fi
 if (echo "fly 1 2" > $T/selftest) 2>/dev/null; then echo "bad command ran"; exit 1; fi
 grep -q '^drop_bad_checksum 0$' $T/stats
-# The engine's peaks: three values in µs, reset by 0 and nothing else.
-[ "$(awk '$2 ~ /^[0-9]+$/' $T/peaks | wc -l)" = 3 ] || { echo "peaks:"; cat $T/peaks; exit 1; }
+# The engine's peaks: seven values in µs, reset by 0 and nothing else.
+[ "$(awk '$2 ~ /^[0-9]+$/' $T/peaks | wc -l)" = 7 ] || { echo "peaks:"; cat $T/peaks; exit 1; }
 bad peaks 1; bad peaks x
 echo 0 > $T/peaks
 [ "$(awk '$1 == "hello_late_max_us" { print $2 }' $T/peaks)" -lt 1000000 ] || { cat $T/peaks; exit 1; }

@@ -120,6 +120,30 @@ int zk_thread_start(struct zk_thread *t, int (*fn)(void *), void *data,
 	return 0;
 }
 
+/*
+ * Sets the thread's nice value (MIN_NICE..MAX_NICE): -EINVAL outside it,
+ * -ESRCH if the thread is not running.  The task is pinned under RCU, as
+ * zk_thread_stop clears t->task and waits for RCU readers before it puts
+ * its reference.
+ */
+int zk_thread_set_nice(struct zk_thread *t, int nice)
+{
+	struct task_struct *task;
+
+	if (nice < MIN_NICE || nice > MAX_NICE)
+		return -EINVAL;
+	rcu_read_lock();
+	task = READ_ONCE(t->task);
+	if (task)
+		get_task_struct(task);
+	rcu_read_unlock();
+	if (!task)
+		return -ESRCH;
+	set_user_nice(task, nice);
+	put_task_struct(task);
+	return 0;
+}
+
 /* Stops the thread, if started, and waits for its function to return. */
 void zk_thread_stop(struct zk_thread *t)
 {
