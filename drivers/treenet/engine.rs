@@ -131,8 +131,6 @@ pub(crate) struct Knobs {
     /// Fault injection on receive: data and ack frames dropped, parts per
     /// million; hellos pass (a neighbour that stays up but takes no data).
     pub(crate) deaf_ppm: Atomic<u32>,
-    /// The engine thread's nice value (see [`ENGINE_NICE`]).
-    pub(crate) engine_nice: Atomic<i32>,
 }
 
 /// The engine thread's nice value at load: -20, as the kernel's high
@@ -165,7 +163,6 @@ impl Knobs {
             dup_ppm: Atomic::new(0),
             reorder_ppm: Atomic::new(0),
             deaf_ppm: Atomic::new(0),
-            engine_nice: Atomic::new(ENGINE_NICE),
         }
     }
 }
@@ -491,67 +488,22 @@ pub(crate) struct Treenet {
     pub(crate) peaks: Peaks,
 }
 
-/// The longest passes and waits of the engine since load or the last
-/// reset (sysfs `peaks`): whether a node that fell silent towards its
-/// neighbours was slow to run its engine, or ran it and sent nothing.
-pub(crate) struct Peaks {
-    /// Longest pass of the engine thread (µs), deliveries included.
-    pub(crate) pass_us: Atomic<u64>,
-    /// Longest the engine thread took to start a pass after one that left
-    /// work to do at once (µs): time it could run but did not (interrupts,
-    /// softirqs, other tasks).
-    pub(crate) run_delay_us: Atomic<u64>,
-    /// Longest a round of hellos went out after it was due (µs).
-    pub(crate) hello_late_us: Atomic<u64>,
-    /// Longest wait for the engine's lock at the start of a pass (µs).
-    pub(crate) lock_wait_us: Atomic<u64>,
-    /// Longest handling of one received frame (µs).
-    pub(crate) frame_us: Atomic<u64>,
-    /// Longest run of a pass's timers and transmissions (µs): hellos,
-    /// dead neighbours, grants, retransmissions, new frames.
-    pub(crate) timers_us: Atomic<u64>,
-    /// Longest delivery of a pass's messages and events to upper layers
-    /// (µs).
-    pub(crate) deliver_us: Atomic<u64>,
-}
-
-impl Peaks {
-    const fn new() -> Self {
-        Self {
-            pass_us: Atomic::new(0),
-            run_delay_us: Atomic::new(0),
-            hello_late_us: Atomic::new(0),
-            lock_wait_us: Atomic::new(0),
-            frame_us: Atomic::new(0),
-            timers_us: Atomic::new(0),
-            deliver_us: Atomic::new(0),
-        }
-    }
-
-    fn all(&self) -> [(&'static str, &Atomic<u64>); 7] {
-        [
-            ("engine_pass_max_us", &self.pass_us),
-            ("engine_run_delay_max_us", &self.run_delay_us),
-            ("hello_late_max_us", &self.hello_late_us),
-            ("lock_wait_max_us", &self.lock_wait_us),
-            ("frame_max_us", &self.frame_us),
-            ("timers_max_us", &self.timers_us),
-            ("deliver_max_us", &self.deliver_us),
-        ]
-    }
-
-    /// Every peak with its name (µs).
-    pub(crate) fn each(&self, mut f: impl FnMut(&'static str, u64)) {
-        for (name, peak) in self.all() {
-            f(name, peak.load(Relaxed));
-        }
-    }
-
-    /// Every peak back to zero.
-    pub(crate) fn reset(&self) {
-        for (_, peak) in self.all() {
-            peak.store(0, Relaxed);
-        }
+counters! {
+    /// The longest passes and waits of the engine since load or the last
+    /// reset (sysfs `peaks`, all in µs): whether a node that fell silent
+    /// towards its neighbours was slow to run its engine, or ran it and
+    /// sent nothing.  Raised with [`raise_us`].
+    pub(crate) struct Peaks {
+        engine_pass_max_us: "Longest pass of the engine thread, deliveries included.",
+        engine_run_delay_max_us: "Longest the engine thread took to start a pass after one \
+            that left work to do at once: time it could run but did not (interrupts, \
+            softirqs, other tasks).",
+        hello_late_max_us: "Longest a round of hellos went out after it was due.",
+        lock_wait_max_us: "Longest wait for the engine's lock at the start of a pass.",
+        frame_max_us: "Longest handling of one received frame.",
+        timers_max_us: "Longest run of a pass's timers and transmissions: hellos, dead \
+            neighbours, grants, retransmissions, new frames.",
+        deliver_max_us: "Longest delivery of a pass's messages and events to upper layers.",
     }
 }
 
@@ -787,9 +739,13 @@ impl Treenet {
     /// Sets the engine thread's nice value (-20..19): `EINVAL` outside
     /// that range, `ESRCH` if the thread is not running.
     pub(crate) fn set_engine_nice(&self, nice: i32) -> Result {
-        self.kicker.set_nice(nice)?;
-        self.knobs.engine_nice.store(nice, Relaxed);
-        Ok(())
+        self.kicker.set_nice(nice)
+    }
+
+    /// The engine thread's nice value now (a user's `renice` shows here
+    /// too); `ESRCH` if the thread is not running.
+    pub(crate) fn engine_nice(&self) -> Result<i32> {
+        self.kicker.nice()
     }
 
     /// Wakes the engine.
@@ -1405,7 +1361,7 @@ impl Treenet {
         let asked = now_ns();
         let mut g = self.inner.lock();
         let start = now_ns();
-        raise_us(&self.peaks.lock_wait_us, start.saturating_sub(asked));
+        raise_us(&self.peaks.lock_wait_max_us, start.saturating_sub(asked));
         let mut now = start;
         let k = &self.knobs;
         let s = &self.stats;
@@ -1444,7 +1400,7 @@ impl Treenet {
                     let took = now;
                     g.handle_frame(k, s, li, mac, frame.data(), now);
                     now = now_ns();
-                    raise_us(&self.peaks.frame_us, now.saturating_sub(took));
+                    raise_us(&self.peaks.frame_max_us, now.saturating_sub(took));
                     if now.saturating_sub(start) >= PASS_TIME_NS {
                         budget = 0;
                     }
@@ -1475,7 +1431,7 @@ impl Treenet {
         if g.hello_now || now.saturating_sub(g.last_hello_ns) >= hello_every {
             if !g.hello_now && g.last_hello_ns != 0 {
                 let due = g.last_hello_ns.saturating_add(hello_every);
-                raise_us(&self.peaks.hello_late_us, now.saturating_sub(due));
+                raise_us(&self.peaks.hello_late_max_us, now.saturating_sub(due));
             }
             g.hello_now = false;
             g.last_hello_ns = now;
@@ -1524,18 +1480,18 @@ impl Treenet {
         drop(g);
         let delivery_from = now_ns();
         raise_us(
-            &self.peaks.timers_us,
+            &self.peaks.timers_max_us,
             delivery_from.saturating_sub(timers_from),
         );
         let left = self.flush_events(driver);
+        let now = now_ns();
         raise_us(
-            &self.peaks.deliver_us,
-            now_ns().saturating_sub(delivery_from),
+            &self.peaks.deliver_max_us,
+            now.saturating_sub(delivery_from),
         );
         // Acks last: what upper layers sent while handling these frames (a
         // reply, a pong) left first, so an ack is never on a round trip's
         // critical path.
-        let now = now_ns();
         let mut g = self.inner.lock();
         g.send_acks(k, s, now);
         // Events queued while this pass delivered (a looped-back reply).
@@ -2805,11 +2761,14 @@ impl ThreadBody for Treenet {
         while !ctx.should_stop() {
             let start = now_ns();
             if let Some(at) = left_work_at.take() {
-                raise_us(&self.peaks.run_delay_us, start.saturating_sub(at));
+                raise_us(
+                    &self.peaks.engine_run_delay_max_us,
+                    start.saturating_sub(at),
+                );
             }
             let (wait, more) = self.pass(None);
             let end = now_ns();
-            raise_us(&self.peaks.pass_us, end.saturating_sub(start));
+            raise_us(&self.peaks.engine_pass_max_us, end.saturating_sub(start));
             if more {
                 left_work_at = Some(end);
                 continue;

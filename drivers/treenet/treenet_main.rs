@@ -202,7 +202,7 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
 }
 
 fn show_engine_nice(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
-    writeln!(w, "{}", c.net.knobs.engine_nice.load(Relaxed))
+    writeln!(w, "{}", c.net.engine_nice()?)
 }
 
 fn store_engine_nice(c: &Ctx, input: &[u8]) -> Result {

@@ -49,6 +49,7 @@ extern "C" {
     ) -> c_long;
     fn zk_thread_wake_driver(t: *mut RawThread);
     fn zk_thread_set_nice(t: *mut RawThread, nice: c_int) -> c_int;
+    fn zk_thread_nice(t: *mut RawThread, nice: *mut c_int) -> c_int;
     fn zk_stack_left() -> usize;
     fn zk_thread_should_stop() -> bool;
     fn zk_thread_wait(t: *mut RawThread, timeout: c_long);
@@ -123,6 +124,19 @@ impl Kicker {
             return Err(Error::from_errno(err));
         }
         Ok(())
+    }
+
+    /// The thread's nice value now (whoever set it, `renice` included);
+    /// `ESRCH` if the thread is not running.
+    pub(crate) fn nice(&self) -> Result<i32> {
+        let mut nice: c_int = 0;
+        // SAFETY: as in `kick`; `nice` is a valid place to write and the
+        // shim pins the task it reads under RCU.
+        let err = unsafe { zk_thread_nice(self.raw.as_ptr(), &mut nice) };
+        if err != 0 {
+            return Err(Error::from_errno(err));
+        }
+        Ok(nice)
     }
 
     /// Registers the current task as the one that does the thread's work

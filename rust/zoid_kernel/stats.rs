@@ -3,7 +3,7 @@
 //! 64-bit statistics counters, declared once with their documentation.
 
 /// Declares a struct of 64-bit counters (`Atomic<u64>`, relaxed), with
-/// `new()` and `each(|name, value| ..)` for sysfs:
+/// `new()`, `each(|name, value| ..)` for sysfs and `reset()`:
 ///
 /// ```ignore
 /// counters! {
@@ -31,6 +31,12 @@ macro_rules! counters {
             /// Every counter with its name.
             pub(crate) fn each(&self, mut f: impl FnMut(&'static str, u64)) {
                 $(f(stringify!($field), self.$field.load(Relaxed));)*
+            }
+            /// Every counter back to zero (one at a time: a reader may see
+            /// some reset and others not yet).
+            #[allow(dead_code)]
+            pub(crate) fn reset(&self) {
+                $(self.$field.store(0, Relaxed);)*
             }
             /// Adds `n` to a counter.
             #[allow(dead_code)]

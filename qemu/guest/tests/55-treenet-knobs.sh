@@ -24,6 +24,11 @@ engine_nice() {
   { echo "engine_nice $(cat $T/engine_nice), thread at $(engine_nice)"; exit 1; }
 echo 5 > $T/engine_nice
 [ "$(engine_nice)" = 5 ] || { echo "engine_nice 5: thread at $(engine_nice)"; exit 1; }
+# The file shows the thread's value, whoever set it (an admin's renice).
+for c in /proc/[0-9]*/comm; do
+  [ "$(cat $c 2>/dev/null)" = treenet ] && renice 3 -p "$(basename ${c%/comm})" >/dev/null
+done
+[ "$(cat $T/engine_nice)" = 3 ] || { echo "after renice 3: engine_nice $(cat $T/engine_nice)"; exit 1; }
 echo -20 > $T/engine_nice
 if (echo "no/such" > $T/bind) 2>/dev/null; then echo "bad name bound"; exit 1; fi
 if (echo nosuch0 > $T/bind) 2>/dev/null; then echo "missing device bound"; exit 1; fi

@@ -144,6 +144,23 @@ int zk_thread_set_nice(struct zk_thread *t, int nice)
 	return 0;
 }
 
+/*
+ * Stores the thread's nice value in *nice (what set_user_nice or a user's
+ * renice left): 0, or -ESRCH if the thread is not running.  Pinned as in
+ * zk_thread_set_nice.
+ */
+int zk_thread_nice(struct zk_thread *t, int *nice)
+{
+	struct task_struct *task;
+
+	rcu_read_lock();
+	task = READ_ONCE(t->task);
+	if (task)
+		*nice = task_nice(task);
+	rcu_read_unlock();
+	return task ? 0 : -ESRCH;
+}
+
 /* Stops the thread, if started, and waits for its function to return. */
 void zk_thread_stop(struct zk_thread *t)
 {

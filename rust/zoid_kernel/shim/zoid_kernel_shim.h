@@ -35,6 +35,7 @@ void zk_thread_wake_driver(struct zk_thread *t);
 bool zk_thread_has_work(struct zk_thread *t);
 unsigned long zk_stack_left(void);
 int zk_thread_set_nice(struct zk_thread *t, int nice);
+int zk_thread_nice(struct zk_thread *t, int *nice);
 bool zk_thread_should_stop(void);
 void zk_thread_wait(struct zk_thread *t, long timeout);
 
