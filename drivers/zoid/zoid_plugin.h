@@ -56,6 +56,8 @@ struct zoid_plugin_ops {
 	 * set and *reply_errno 0 or a positive errno; -ENOSYS for an unknown
 	 * function; -E2BIG if the reply does not fit (zoid retries once with
 	 * its largest buffer); another negative errno for malformed args.
+	 * reply[] is reused between calls and may hold an earlier reply,
+	 * another node's: every one of the *reply_len bytes must be written.
 	 */
 	int (*dispatch)(void *ctx, const struct zoid_caller *caller, u16 function,
 			const u8 *args, size_t args_len, u8 *reply, size_t reply_cap,

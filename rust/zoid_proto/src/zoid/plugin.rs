@@ -85,7 +85,7 @@
 //! | `in str`                | `&[u8]`           | borrowed from the request, NUL-free, at most `MAX_STR` |
 //! | `in str nullok`         | `Option<&[u8]>`   |                                         |
 //! | `in bytes`              | `&[u8]`           | borrowed from the request (zero copy)   |
-//! | `out bytes[SIZE, ..]`   | `&mut [u8]`       | `SIZE` bytes of the reply buffer (zero copy) |
+//! | `out bytes[SIZE, ..]`   | `&mut [u8]`       | `SIZE` bytes of the reply buffer (zero copy; zeroed first for `out bytes[SIZE]`, which is sent whole) |
 //!
 //! # Encoding
 //!
@@ -619,6 +619,13 @@ macro_rules! zoid_plugin {
     (@srv_put $e:ident $n:ident inout) => { $e.put(&$n)?; };
     (@srv_put $e:ident $n:ident $kind:ident) => {};
 
+    // Before the call: an array sent whole is zeroed first, so bytes the
+    // server leaves alone go back as zeros, never as what the (reused)
+    // reply buffer held from an earlier call, perhaps another node's.  An
+    // array sent as `ret` says sends only what the server says it wrote.
+    (@prefill all $ob:ident) => { $ob.fill(0); };
+    (@prefill ret $ob:ident) => {};
+
     // Bytes of the out array sent for `ret` (a `u32`).
     (@sent all $ret:ident $cap:ident) => { $cap };
     (@sent ret $ret:ident $cap:ident) => { __zoid::plugin::out_len($ret, $cap) };
@@ -652,6 +659,7 @@ macro_rules! zoid_plugin {
         }
         let (__head, __tail) = $reply.split_at_mut(__head_len);
         let $ob: &mut [u8] = &mut __tail[..__cap as usize];
+        zoid_plugin!(@prefill $mode $ob);
         match $srv.$f($ctx $(, zoid_plugin!(@call_arg $n $kind))*) {
             Err(__errno) => Ok(__zoid::plugin::Reply::error(__errno)),
             Ok(__ret) => {
@@ -762,6 +770,8 @@ mod tests {
             /// Doubles.
             fn double(x: inout u32) = 4;
             fn get(buf: out bytes[n], n: in u32) = 5;
+            /// Writes only the first byte of its array.
+            fn lazy(buf: out bytes[n], n: in u32) = 6;
         }
     }
 
@@ -781,6 +791,13 @@ mod tests {
             buf.fill(0xab);
             Ok(i64::from(n))
         }
+
+        fn lazy(&self, _ctx: &Cell<u32>, buf: &mut [u8], _n: u32) -> super::CallResult {
+            if let Some(b) = buf.first_mut() {
+                *b = 1;
+            }
+            Ok(0)
+        }
     }
 
     /// Calls `tiny::dispatch` directly (no header).
@@ -798,7 +815,8 @@ mod tests {
             let mut req = [0u8; 64];
             let n = super::encode_args(encode, &mut req)?;
             assert_eq!(super::measure_args(encode)?, n);
-            let mut rep = [0u8; 64];
+            // As a worker's reply buffer reused from an earlier call.
+            let mut rep = [0x5au8; 64];
             match tiny::dispatch(&Srv, self.0, function, &req[..n], &mut rep) {
                 Ok(Reply { errno: 0, len }) => super::decode_reply_args(&rep[..len], decode),
                 Ok(r) => Err(CallError::Errno(r.errno)),
@@ -811,7 +829,7 @@ mod tests {
     fn module_form_works() {
         assert_eq!(tiny::ID, 9);
         assert_eq!(tiny::NAME, "tiny");
-        assert_eq!(tiny::FUNCTIONS, &[(4, "double"), (5, "get")]);
+        assert_eq!(tiny::FUNCTIONS, &[(4, "double"), (5, "get"), (6, "lazy")]);
         assert_eq!(tiny::function_name(5), Some("get"));
         let calls = Cell::new(0);
         let t = Loop(&calls);
@@ -821,6 +839,10 @@ mod tests {
         let mut buf = [0u8; 8];
         assert_eq!(tiny::client::get(&t, &mut buf, 3), Ok(3));
         assert_eq!(buf, [0xab, 0xab, 0xab, 0, 0, 0, 0, 0]);
+        // What the server leaves alone of an array sent whole comes back
+        // as zeros, not as the reply buffer's earlier bytes.
+        assert_eq!(tiny::client::lazy(&t, &mut buf, 6), Ok(0));
+        assert_eq!(buf, [1, 0, 0, 0, 0, 0, 0, 0]);
         // Larger than the caller's buffer: refused before sending.
         assert_eq!(
             tiny::client::get(&t, &mut buf, 9),
