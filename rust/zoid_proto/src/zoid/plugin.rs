@@ -621,8 +621,8 @@ macro_rules! zoid_plugin {
 
     // Before the call: an array sent whole is zeroed first, so bytes the
     // server leaves alone go back as zeros, never as what the (reused)
-    // reply buffer held from an earlier call, perhaps another node's.  An
-    // array sent as `ret` says sends only what the server says it wrote.
+    // reply buffer held from an earlier call, perhaps another node's.  With
+    // `len = ret` only the bytes the server says it wrote are sent.
     (@prefill all $ob:ident) => { $ob.fill(0); };
     (@prefill ret $ob:ident) => {};
 
