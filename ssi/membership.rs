@@ -168,6 +168,12 @@ pub(crate) struct MembershipState {
 }
 
 impl MembershipState {
+    /// Sets the `ssi_member` thread's nice value (see
+    /// [`crate::THREAD_NICE`]).
+    pub(crate) fn set_thread_nice(&self, nice: i32) -> Result {
+        self.kicker.set_nice(nice)
+    }
+
     pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
         let kicker = Kicker::new()?;
         Ok(try_pin_init!(Self {

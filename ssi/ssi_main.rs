@@ -483,6 +483,16 @@ static ATTRS: [Attribute<SsiState>; 18] = [
     ),
 ];
 
+/// The nice value of ssi's threads (`ssi_rx`, which takes in every
+/// message and so every heartbeat, and `ssi_member`, which sends them and
+/// declares silent nodes dead): -20, as treenet's engine
+/// (`drivers/treenet/engine.rs`, `ENGINE_NICE`).  At nice 0, under a flood
+/// of frames whose softirq work was charged to them, they lost the CPU for
+/// seconds on an x86_64 KASAN ION, which then declared live nodes dead
+/// (9 times in a 10^6-frame flood) and rebuilt without them
+/// (docs/reliability.md, "Long runs").
+pub(crate) const THREAD_NICE: i32 = -20;
+
 /// treenet's callbacks: everything goes to the containers' thread.
 struct Net {
     containers: Arc<Containers>,
@@ -517,6 +527,7 @@ impl kernel::Module for Ssi {
         let treenet = treenet::attach()?;
         let containers = Arc::pin_init(Containers::new()?, GFP_KERNEL)?;
         let rx = KThread::spawn(c"ssi_rx", containers.clone())?;
+        containers.rx_kicker.set_nice(THREAD_NICE)?;
         let channel = treenet::Channel::register(
             CHANNEL,
             Arc::new(
@@ -542,6 +553,7 @@ impl kernel::Module for Ssi {
                 GFP_KERNEL,
             )?,
         )?;
+        containers.membership.set_thread_nice(THREAD_NICE)?;
         let published = containers.clone();
         let probes = KBox::pin_init(
             new_mutex!(

@@ -15,19 +15,13 @@ bad fast_checksum 2; bad fast_checksum on; bad busy_poll_us 100001; bad busy_pol
 bad role boss; bad node_id 65535
 bad engine_nice -21; bad engine_nice 20; bad engine_nice x; bad engine_nice 1.5
 # The engine thread runs at engine_nice (-20 at load), and a change reaches it.
-engine_nice() {
-  for c in /proc/[0-9]*/comm; do
-    if [ "$(cat $c 2>/dev/null)" = treenet ]; then awk '{ print $19 }' ${c%/comm}/stat; fi
-  done
-}
+engine_nice() { thread_nice treenet; }
 [ "$(cat $T/engine_nice)" = -20 ] && [ "$(engine_nice)" = -20 ] ||
   { echo "engine_nice $(cat $T/engine_nice), thread at $(engine_nice)"; exit 1; }
 echo 5 > $T/engine_nice
 [ "$(engine_nice)" = 5 ] || { echo "engine_nice 5: thread at $(engine_nice)"; exit 1; }
 # The file shows the thread's value, whoever set it (an admin's renice).
-for c in /proc/[0-9]*/comm; do
-  [ "$(cat $c 2>/dev/null)" = treenet ] && renice 3 -p "$(basename ${c%/comm})" >/dev/null
-done
+for pid in $(thread_pids treenet); do renice 3 -p $pid > /dev/null; done
 [ "$(cat $T/engine_nice)" = 3 ] || { echo "after renice 3: engine_nice $(cat $T/engine_nice)"; exit 1; }
 echo -20 > $T/engine_nice
 if (echo "no/such" > $T/bind) 2>/dev/null; then echo "bad name bound"; exit 1; fi

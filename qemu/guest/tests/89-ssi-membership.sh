@@ -33,6 +33,13 @@ wait_for() {
 }
 wait_lost() { wait_for "^30 2$" $S/lost "object 30 2 not reported lost"; }
 
+# ssi's threads run at nice -20 (heartbeats are not starved by a flood).
+nice_is() {
+  for t in ssi_rx ssi_member; do
+    [ "$(thread_nice $t)" = -20 ] || fail "$1: $t at nice '$(thread_nice $t)', want -20"
+  done
+}
+nice_is "at load"
 echo 200 > $S/heartbeat_ms
 echo 2000 > $S/heartbeat_timeout_ms
 EV=/tmp/ssi-uevents
@@ -68,6 +75,7 @@ fi
 barrier 754
 if [ "$ZOID_NODE_ID" = 1 ]; then
   insmod /lib/zoid/ssi.ko
+  nice_is "loaded again"
   echo 200 > $S/heartbeat_ms
   wait_lost
   read_lost 2

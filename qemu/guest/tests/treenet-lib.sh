@@ -32,6 +32,15 @@ blocked() {
   echo "blocked tasks:${names:- none}"
 }
 
+# thread_pids <comm>: the pids of the tasks named <comm>;
+# thread_nice <comm>: their nice values, one per line.
+thread_pids() {
+  for c in /proc/[0-9]*/comm; do
+    if [ "$(cat $c 2>/dev/null)" = "$1" ]; then _tp=${c%/comm}; echo ${_tp#/proc/}; fi
+  done
+}
+thread_nice() { for _tp in $(thread_pids "$1"); do awk '{ print $19 }' /proc/$_tp/stat; done; }
+
 # counter <file> <name>: one counter of a stats file; stat <name>: treenet's.
 counter() { awk -v n="$2" '$1 == n { print $2 }' "$1"; }
 stat() { counter $T/stats "$1"; }
