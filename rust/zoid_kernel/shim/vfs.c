@@ -527,6 +527,12 @@ static bool zk_filldir(struct dir_context *ctx, const char *name, int namlen,
 	__be64 v64;
 	__be16 v16;
 
+	/* Once an entry did not fit, take no more, even from a filesystem
+	 * that goes on after the false: a later one would resume the
+	 * listing past the one left out.
+	 */
+	if (d->full)
+		return false;
 	if (namlen <= 0 || namlen > 255 || d->used + len > d->size) {
 		d->full = true;
 		return false;
