@@ -198,7 +198,8 @@ fn show_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     let wakes = c.net.wake_counts();
     writeln!(w, "engine_kicks {}", U64(wakes.kicks))?;
     writeln!(w, "engine_thread_kicks {}", U64(wakes.thread_kicks))?;
-    writeln!(w, "engine_timer_fires {}", U64(wakes.timer_fires))
+    writeln!(w, "engine_timer_fires {}", U64(wakes.timer_fires))?;
+    writeln!(w, "engine_timer_arms {}", U64(wakes.timer_arms))
 }
 
 fn show_engine_nice(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {

@@ -38,6 +38,7 @@ extern "C" {
         kicks: *mut u64,
         thread_kicks: *mut u64,
         timer_fires: *mut u64,
+        timer_arms: *mut u64,
     );
     fn zk_thread_drive_begin(t: *mut RawThread) -> bool;
     fn zk_thread_drive_end(t: *mut RawThread);
@@ -99,16 +100,18 @@ impl Kicker {
     }
 
     /// Wake-ups asked for so far: kicks (to the driver or the thread),
-    /// kicks to the thread itself, and of those, by the timer.
+    /// kicks to the thread itself, and of those, by the timer; and how
+    /// often the timer was armed.
     pub(crate) fn wake_counts(&self) -> WakeCounts {
         let mut c = WakeCounts::default();
-        // SAFETY: as in `kick`; the three pointers are writable `u64`s.
+        // SAFETY: as in `kick`; the four pointers are writable `u64`s.
         unsafe {
             zk_thread_wake_counts(
                 self.raw.as_ptr(),
                 &mut c.kicks,
                 &mut c.thread_kicks,
                 &mut c.timer_fires,
+                &mut c.timer_arms,
             )
         };
         c
@@ -172,6 +175,9 @@ pub(crate) struct WakeCounts {
     pub(crate) thread_kicks: u64,
     /// Wake-ups set with [`Kicker::wake_at`] that came due.
     pub(crate) timer_fires: u64,
+    /// Times the timer was armed: by [`Kicker::wake_at`] for a deadline
+    /// earlier than the armed one, or on expiry for one moved later.
+    pub(crate) timer_arms: u64,
 }
 
 /// The current task drives a [`Kicker`]'s thread (see [`Kicker::drive`]).

@@ -28,6 +28,16 @@
  * later, without waking the thread, and the thread wakes when it expires
  * (the timer kicks it) and not on jiffy boundaries.  A wake-up set after
  * the thread was stopped is ignored.
+ *
+ * That deadline moves on nearly every frame (a send moves the
+ * retransmission deadline later, an ack the delayed-ack one), and moving
+ * a queued hrtimer that is the CPU's next event reprograms the clock
+ * event device: under emulation a trap to the hypervisor, and QEMU then
+ * wakes its main loop to recompute its own timeout.  So the timer moves
+ * lazily: a deadline earlier than the armed expiry re-arms it, a later one
+ * (or none) is only recorded, and when the armed timer expires its
+ * callback re-arms it for the recorded deadline instead of kicking the
+ * thread.  The thread still wakes only when its deadline is due.
  */
 #include <linux/err.h>
 #include <linux/hrtimer.h>
@@ -52,22 +62,49 @@ struct zk_thread {
 	atomic_t pending;
 	/* Work kicked to the thread itself: a driver never takes it. */
 	atomic_t thread_pending;
-	/* The thread's next deadline (zk_thread_wake_at): kicks the thread. */
+	/*
+	 * Kicks the thread at its next deadline: armed no later than
+	 * `deadline`, maybe earlier (its callback then re-arms it).
+	 */
 	struct hrtimer timer;
-	/* Serialises arming the timer with stopping the thread. */
+	/* Serialises the timer and `deadline` with each other and stopping. */
 	spinlock_t timer_lock;
+	/* The wake-up asked for (zk_thread_wake_at), ns; U64_MAX: none. */
+	u64 deadline;
 	/* Stopped: the timer is no longer armed. */
 	bool stopped;
 	/* Wake-ups asked for, by source (zk_thread_wake_counts). */
 	atomic64_t n_kicks, n_thread_kicks, n_timer_fires;
+	/* Times the timer was armed (by zk_thread_wake_at or its callback). */
+	atomic64_t n_timer_arms;
 };
+
+/* Slack allowed on a deadline, so nearby expiries can be merged. */
+#define ZK_THREAD_TIMER_SLACK_NS (50 * NSEC_PER_USEC)
 
 static enum hrtimer_restart zk_thread_timer_fn(struct hrtimer *timer)
 {
 	struct zk_thread *t = container_of(timer, struct zk_thread, timer);
+	u64 now = ktime_get_ns();
+	u64 at;
 
-	atomic64_inc(&t->n_timer_fires);
-	zk_thread_kick_thread(t);
+	spin_lock(&t->timer_lock);
+	at = t->deadline;
+	if (!t->stopped && at != U64_MAX && at > now) {
+		/* Moved later since it was armed: on to the deadline. */
+		hrtimer_set_expires_range_ns(timer, ns_to_ktime(at),
+					     ZK_THREAD_TIMER_SLACK_NS);
+		atomic64_inc(&t->n_timer_arms);
+		spin_unlock(&t->timer_lock);
+		return HRTIMER_RESTART;
+	}
+	/* Due, or withdrawn: a deadline wakes the thread once. */
+	t->deadline = U64_MAX;
+	spin_unlock(&t->timer_lock);
+	if (at != U64_MAX) {
+		atomic64_inc(&t->n_timer_fires);
+		zk_thread_kick_thread(t);
+	}
 	return HRTIMER_NORESTART;
 }
 
@@ -80,30 +117,39 @@ struct zk_thread *zk_thread_alloc(void)
 	hrtimer_setup(&t->timer, zk_thread_timer_fn, CLOCK_MONOTONIC,
 		      HRTIMER_MODE_ABS);
 	spin_lock_init(&t->timer_lock);
+	t->deadline = U64_MAX;
 	return t;
 }
-
-/* Slack allowed on a deadline, so nearby expiries can be merged. */
-#define ZK_THREAD_TIMER_SLACK_NS (50 * NSEC_PER_USEC)
 
 /*
  * Sets the thread's next wake-up to the monotonic time at_ns (ktime_get()
  * nanoseconds), replacing the one set before; U64_MAX: none.  Callable from
- * any context but the timer's own callback.
+ * any context but the timer's own callback.  Only a deadline earlier than
+ * the armed expiry touches the timer (see the top of this file).
  */
 void zk_thread_wake_at(struct zk_thread *t, u64 at_ns)
 {
 	unsigned long flags;
 
+	if (at_ns > (u64)KTIME_MAX)
+		at_ns = U64_MAX;
 	spin_lock_irqsave(&t->timer_lock, flags);
 	if (t->stopped)
-		;
-	else if (at_ns == U64_MAX || at_ns > (u64)KTIME_MAX)
-		hrtimer_try_to_cancel(&t->timer);
-	else
+		goto out;
+	t->deadline = at_ns;
+	/*
+	 * Arm it if it is not queued (idle; or its callback runs, and then
+	 * reads the deadline under this lock, before or after us) or queued
+	 * for later than asked.
+	 */
+	if (at_ns != U64_MAX &&
+	    (!hrtimer_is_queued(&t->timer) ||
+	     at_ns < (u64)ktime_to_ns(hrtimer_get_softexpires(&t->timer)))) {
 		hrtimer_start_range_ns(&t->timer, ns_to_ktime(at_ns),
-				       ZK_THREAD_TIMER_SLACK_NS,
-				       HRTIMER_MODE_ABS);
+				       ZK_THREAD_TIMER_SLACK_NS, HRTIMER_MODE_ABS);
+		atomic64_inc(&t->n_timer_arms);
+	}
+out:
 	spin_unlock_irqrestore(&t->timer_lock, flags);
 }
 
@@ -227,14 +273,16 @@ void zk_thread_kick_thread(struct zk_thread *t)
 
 /*
  * Wake-ups asked for so far: kicks (to the driver or the thread), kicks to
- * the thread itself, and of those the timer's.
+ * the thread itself, and of those the timer's; and how often the timer was
+ * armed.
  */
 void zk_thread_wake_counts(struct zk_thread *t, u64 *kicks, u64 *thread_kicks,
-			   u64 *timer_fires)
+			   u64 *timer_fires, u64 *timer_arms)
 {
 	*kicks = atomic64_read(&t->n_kicks);
 	*thread_kicks = atomic64_read(&t->n_thread_kicks);
 	*timer_fires = atomic64_read(&t->n_timer_fires);
+	*timer_arms = atomic64_read(&t->n_timer_arms);
 }
 
 /* Registers the current task as the driver; false if another one is. */

@@ -26,7 +26,7 @@ void zk_thread_kick(struct zk_thread *t);
 void zk_thread_kick_thread(struct zk_thread *t);
 void zk_thread_wake_at(struct zk_thread *t, u64 at_ns);
 void zk_thread_wake_counts(struct zk_thread *t, u64 *kicks, u64 *thread_kicks,
-			   u64 *timer_fires);
+			   u64 *timer_fires, u64 *timer_arms);
 bool zk_thread_drive_begin(struct zk_thread *t);
 void zk_thread_drive_end(struct zk_thread *t);
 long zk_thread_drive_wait(struct zk_thread *t, const u32 *done, long timeout,
