@@ -37,9 +37,9 @@ use crate::zoid_proto::xxh64::xxh64;
 use kernel::prelude::*;
 use kernel::sync::{
     atomic::{Atomic, Relaxed, Release},
-    Arc, Mutex,
+    Arc, CondVar, Mutex,
 };
-use kernel::{new_mutex, str::CString};
+use kernel::{new_condvar, new_mutex, str::CString};
 
 /// Channel of the test payloads.
 pub(crate) const CHAN_DATA: u16 = 1;
@@ -105,13 +105,23 @@ fn check_pattern(buf: &MsgBuf) -> (bool, u32) {
 }
 
 fn ctl(op: u8, a: u32, b: u32, c: u32, extra: usize) -> Result<MsgBuf> {
-    let mut m = MsgBuf::new(CTL_LEN + extra, GFP_KERNEL)?;
+    // Every byte is written below (the header, then `extra` zeros), so the
+    // page is not zeroed first: one page per control message (a ping, a
+    // verdict per message of a stream), zeroed whole for a few bytes.
+    let mut m = MsgBuf::for_filling(CTL_LEN + extra, GFP_KERNEL)?;
     let mut h = [0u8; CTL_LEN];
     h[0] = op;
     h[4..8].copy_from_slice(&a.to_be_bytes());
     h[8..12].copy_from_slice(&b.to_be_bytes());
     h[12..16].copy_from_slice(&c.to_be_bytes());
     m.write_at(0, &h)?;
+    let zeros = [0u8; 256];
+    let mut off = CTL_LEN;
+    while off < m.len() {
+        let n = (m.len() - off).min(zeros.len());
+        m.write_at(off, &zeros[..n])?;
+        off += n;
+    }
     Ok(m)
 }
 
@@ -151,6 +161,14 @@ pub(crate) struct SelfTest {
     net: Arc<Treenet>,
     #[pin]
     state: Mutex<State>,
+    /// Notified after a change of `state` that a wait may be for (a
+    /// verdict, a barrier check-in or release, an abort, a peer event).
+    /// Waits sleep here, not on the engine's progress, which every
+    /// delivered message notifies: an ION waiting in a barrier while its
+    /// CN pings it was woken for every ping (and every message of a
+    /// stream), one thread switch per message on the node measured.
+    #[pin]
+    changed: CondVar,
     /// The ping whose pong [`SelfTest::ping`] waits for, and whether it
     /// came (nonzero): the flag a driving wait polls (see
     /// [`Treenet::drive_until`]).
@@ -166,6 +184,7 @@ impl SelfTest {
             try_pin_init!(Self {
                 net: own,
                 state <- new_mutex!(State::default(), "treenet::selftest"),
+                changed <- new_condvar!("treenet::selftest::changed"),
                 pong_want: Atomic::new(0),
                 pong_done: Atomic::new(0),
             }),
@@ -215,21 +234,26 @@ impl SelfTest {
         }
     }
 
+    /// Wakes the waits of [`SelfTest::wait_until`]: `state` changed.
+    fn changed(&self) {
+        self.changed.notify_all();
+    }
+
     /// Waits until `done(state)` or `ms` passed; `Err(ETIMEDOUT)` then.
+    /// Woken by [`SelfTest::changed`], and every 100 ms for conditions on
+    /// the engine (`done` may look at it: a neighbour coming up is also
+    /// a peer event, which notifies).
     fn wait_until(&self, ms: u64, mut done: impl FnMut(&State) -> bool) -> Result {
         let deadline = deadline_after_ms(ms);
+        let mut s = self.state.lock();
         loop {
-            let mark = self.net.progress_mark();
-            {
-                let s = self.state.lock();
-                // (First: a check-in sent by a node whose own wait of the
-                // aborted test then failed must not complete a barrier.)
-                if s.gave_up() {
-                    return Err(ECANCELED);
-                }
-                if done(&s) {
-                    return Ok(());
-                }
+            // (First: a check-in sent by a node whose own wait of the
+            // aborted test then failed must not complete a barrier.)
+            if s.gave_up() {
+                return Err(ECANCELED);
+            }
+            if done(&s) {
+                return Ok(());
             }
             if now_ns() > deadline {
                 return Err(ETIMEDOUT);
@@ -237,7 +261,9 @@ impl SelfTest {
             if kernel::current!().signal_pending() {
                 return Err(EINTR);
             }
-            self.net.wait_progress(mark, 100);
+            let _ = self
+                .changed
+                .wait_interruptible_timeout(&mut s, ms_to_jiffies(100));
         }
     }
 
@@ -293,12 +319,15 @@ impl SelfTest {
             }
             "begin" => {
                 let test = num(u64::from(u32::MAX))? as u32;
-                let mut s = self.state.lock();
-                if test <= s.test {
-                    // A new run of the tests: earlier aborts are history.
-                    s.aborted = 0;
+                {
+                    let mut s = self.state.lock();
+                    if test <= s.test {
+                        // A new run of the tests: earlier aborts are history.
+                        s.aborted = 0;
+                    }
+                    s.test = test;
                 }
-                s.test = test;
+                self.changed();
                 Ok(())
             }
             "abort" => self.abort(),
@@ -326,6 +355,7 @@ impl SelfTest {
             s.aborted = s.aborted.max(s.test);
             s.test
         };
+        self.changed();
         if test == 0 {
             return Err(EINVAL);
         }
@@ -549,16 +579,20 @@ impl SelfTest {
         let b = u32::from_be_bytes([h[8], h[9], h[10], h[11]]);
         match h[0] {
             OP_VERDICT => {
-                let mut s = self.state.lock();
-                if b == 1 {
-                    s.verdicts_ok += 1;
-                } else {
-                    s.verdicts_bad += 1;
+                {
+                    let mut s = self.state.lock();
+                    if b == 1 {
+                        s.verdicts_ok += 1;
+                    } else {
+                        s.verdicts_bad += 1;
+                    }
                 }
+                self.changed();
             }
             OP_PING => {
-                // Echo the whole message back.
-                let mut m = MsgBuf::new(msg.len(), GFP_KERNEL)?;
+                // Echo the whole message back (every byte is written:
+                // the header, then the rest copied).
+                let mut m = MsgBuf::for_filling(msg.len(), GFP_KERNEL)?;
                 let mut chunk = [0u8; 256];
                 let mut off = CTL_LEN;
                 while off < msg.len() {
@@ -588,6 +622,7 @@ impl SelfTest {
                     }
                     (late, s.gave_up().then_some(s.test))
                 };
+                self.changed();
                 // This ION gave its test up: a CN still checking in has
                 // missed the word (sent once), and hears it again now.
                 if let Some(test) = aborted {
@@ -603,6 +638,7 @@ impl SelfTest {
                     let mut s = self.state.lock();
                     s.aborted = s.aborted.max(a);
                 }
+                self.changed();
                 // The ION passes a CN's word on to the others (one that
                 // misses it hears it again at its next barrier check-in).
                 if self.net.identity().1 == Role::Ion {
@@ -618,10 +654,13 @@ impl SelfTest {
                 }
             }
             OP_RELEASE => {
-                let mut s = self.state.lock();
-                if !s.released.contains(&a) {
-                    s.released.push(a, GFP_KERNEL)?;
+                {
+                    let mut s = self.state.lock();
+                    if !s.released.contains(&a) {
+                        s.released.push(a, GFP_KERNEL)?;
+                    }
                 }
+                self.changed();
             }
             _ => return Err(EINVAL),
         }
@@ -662,10 +701,14 @@ impl ChannelHandler for SelfTest {
     }
 
     fn peer_event(&self, node: u16, up: bool) {
-        let mut s = self.state.lock();
-        if s.events.len() >= 64 {
-            let _ = s.events.remove(0);
+        {
+            let mut s = self.state.lock();
+            if s.events.len() >= 64 {
+                let _ = s.events.remove(0);
+            }
+            let _ = s.events.push((node, up), GFP_KERNEL);
         }
-        let _ = s.events.push((node, up), GFP_KERNEL);
+        // (A CN's barrier waits for its ION to come up.)
+        self.changed();
     }
 }
