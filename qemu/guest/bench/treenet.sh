@@ -9,8 +9,10 @@
 # CN prints one line per measurement (the median of REPEAT runs):
 #   BENCH <transport>_tput_<size>_mbps <Mbit/s>   (4k 64k 256k 1m 4m)
 #   BENCH <transport>_rtt_32_us <microseconds>
-# (tcp's and treenet's round trips: the median of RTT_REPEAT (5) runs each,
-# taken in turns at the end, so that both see the same host conditions)
+# (tcp's and treenet's throughput at each size: the median of TPUT_REPEAT
+# (5) runs each, taken in turns; their round trips: the median of
+# RTT_REPEAT (5) runs each, taken in turns at the end; so that both see
+# the same host conditions)
 # where <transport> is tcp, treenet (packet_size 0: the largest frames the
 # MTU allows) or treenet240 (packet_size 240, ZOID's framing), and
 # treenet_auth, treenet240_auth: the same with authenticated frames;
@@ -61,7 +63,7 @@ if [ "$ZOID_ROLE" = ion ]; then
   "$BIN" server "$PORT" "$ION_IP" &
   server=$!
   barrier 1                      # addresses set, server started
-  barrier 2                      # the CN finished TCP's throughput
+  barrier 2                      # the CN warmed up TCP (and, without treenet, measured it)
   k=0
   for variant in $VARIANTS; do
     k=$((k + 1))
@@ -89,11 +91,33 @@ fi
 barrier 1
 # TCP.  A short warm-up first (ARP, and the server may still be starting).
 "$BIN" ping "$ION_IP" "$PORT" "$PING_SIZE" 20 > /dev/null || fail tcp_warmup
-for s in $SIZES; do
-  split "$s"
-  measure "tcp_tput_${name}_mbps" tput "$BIN" tput "$ION_IP" "$PORT" "$size" "$count"
-done
+# With treenet, TCP's throughput is measured in turns with treenet's
+# (below); without, here.
+if [ -z "$HAVE_TN" ]; then
+  for s in $SIZES; do
+    split "$s"
+    measure "tcp_tput_${name}_mbps" tput "$BIN" tput "$ION_IP" "$PORT" "$size" "$count"
+  done
+fi
 barrier 2
+
+# tput_in_turns: TCP's and treenet's throughput for $name/$size/$count,
+# TPUT_REPEAT runs of each in turns (a stream's rate on this host drifts
+# over minutes by as much as the two differ, as round trips do below).
+tput_in_turns() {
+  tcp_runs= tn_runs= i=0
+  while [ "$i" -lt "${TPUT_REPEAT:-5}" ]; do
+    i=$((i + 1))
+    out=$("$BIN" tput "$ION_IP" "$PORT" "$size" "$count" 2>&1)
+    v=$(value tput "$out") || { fail "tcp_tput_${name}_mbps" "$out"; return; }
+    tcp_runs="$tcp_runs $v"
+    out=$(selftest "sink 0 $size $count" 2>&1)
+    v=$(value tput "$out") || { fail "treenet_tput_${name}_mbps" "$out"; return; }
+    tn_runs="$tn_runs $v"
+  done
+  report "tcp_tput_${name}_mbps" $tcp_runs
+  report "treenet_tput_${name}_mbps" $tn_runs
+}
 
 # treenet, both framings, without and with authenticated frames.
 k=0
@@ -114,7 +138,11 @@ for variant in $VARIANTS; do
     split "$s"
     # "sink": the receiver answers without re-checking the pattern, as the
     # TCP server does (every frame is still checksummed by treenet).
-    measure "${t}_tput_${name}_mbps" tput selftest "sink 0 $size $count"
+    if [ "$variant" = 0:plain ]; then
+      tput_in_turns
+    else
+      measure "${t}_tput_${name}_mbps" tput selftest "sink 0 $size $count"
+    fi
   done
   if [ "$variant" = 0:plain ]; then
     # The eager path: no rendezvous round trip (ack_threshold=0, sender side).
