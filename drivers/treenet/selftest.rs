@@ -241,8 +241,9 @@ impl SelfTest {
 
     /// Waits until `done(state)` or `ms` passed; `Err(ETIMEDOUT)` then.
     /// Woken by [`SelfTest::changed`], and every 100 ms for conditions on
-    /// the engine (`done` may look at it: a neighbour coming up is also
-    /// a peer event, which notifies).
+    /// the engine (`done` may look at it): a neighbour coming up is a peer
+    /// event, which notifies; a change of identity or of a neighbour's
+    /// role is not, and is seen at the next 100 ms look.
     fn wait_until(&self, ms: u64, mut done: impl FnMut(&State) -> bool) -> Result {
         let deadline = deadline_after_ms(ms);
         let mut s = self.state.lock();
@@ -608,6 +609,8 @@ impl SelfTest {
             }
             OP_PONG => {
                 self.state.lock().last_pong = a;
+                // (A ping whose sender could not drive waits for this.)
+                self.changed();
                 if a == self.pong_want.load(Relaxed) {
                     self.pong_done.store(1, Release);
                 }

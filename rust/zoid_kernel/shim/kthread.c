@@ -89,6 +89,16 @@ static enum hrtimer_restart zk_thread_timer_fn(struct hrtimer *timer)
 	u64 at;
 
 	spin_lock(&t->timer_lock);
+	if (hrtimer_is_queued(timer)) {
+		/*
+		 * zk_thread_wake_at armed it again while this callback waited
+		 * for the lock (the timer is not queued while its callback
+		 * runs): that expiry, no later than the deadline, stands.  Its
+		 * expiry must not be changed here while it is queued.
+		 */
+		spin_unlock(&t->timer_lock);
+		return HRTIMER_NORESTART;
+	}
 	at = t->deadline;
 	if (!t->stopped && at != U64_MAX && at > now) {
 		/* Moved later since it was armed: on to the deadline. */
@@ -138,9 +148,9 @@ void zk_thread_wake_at(struct zk_thread *t, u64 at_ns)
 		goto out;
 	t->deadline = at_ns;
 	/*
-	 * Arm it if it is not queued (idle; or its callback runs, and then
-	 * reads the deadline under this lock, before or after us) or queued
-	 * for later than asked.
+	 * Arm it if it is not queued (idle; or its callback runs: that one
+	 * then finds it queued and leaves it be) or queued for later than
+	 * asked.
 	 */
 	if (at_ns != U64_MAX &&
 	    (!hrtimer_is_queued(&t->timer) ||
