@@ -101,22 +101,29 @@ if [ -z "$HAVE_TN" ]; then
 fi
 barrier 2
 
-# tput_in_turns: TCP's and treenet's throughput for $name/$size/$count,
-# TPUT_REPEAT runs of each in turns (a stream's rate on this host drifts
-# over minutes by as much as the two differ, as round trips do below).
-tput_in_turns() {
+# in_turns <kind> <repeat> <tcp name> <treenet name> <self-test> <tcpbench
+# args...>: TCP's and treenet's <kind> (tput or rtt, lib.sh's value) in
+# turns, <repeat> runs of each, each reported as the median of its runs.
+# A stream's rate and a round trip on this host drift over minutes by as
+# much as the two transports differ (docs/treenet.md), so both are
+# measured side by side in time.  A failed run ends the turns: what was
+# measured before it is still reported, after the BENCH-FAIL line.
+in_turns() {
+  kind=$1 repeat=$2 tcp_name=$3 tn_name=$4 tn_cmd=$5
+  shift 5
   tcp_runs= tn_runs= i=0
-  while [ "$i" -lt "${TPUT_REPEAT:-5}" ]; do
+  while [ "$i" -lt "$repeat" ]; do
     i=$((i + 1))
-    out=$("$BIN" tput "$ION_IP" "$PORT" "$size" "$count" 2>&1)
-    v=$(value tput "$out") || { fail "tcp_tput_${name}_mbps" "$out"; return; }
+    out=$("$BIN" "$@" 2>&1)
+    v=$(value "$kind" "$out") || { fail "$tcp_name" "$out"; break; }
     tcp_runs="$tcp_runs $v"
-    out=$(selftest "sink 0 $size $count" 2>&1)
-    v=$(value tput "$out") || { fail "treenet_tput_${name}_mbps" "$out"; return; }
+    [ -n "$HAVE_TN" ] || continue
+    out=$(selftest "$tn_cmd" 2>&1)
+    v=$(value "$kind" "$out") || { fail "$tn_name" "$out"; break; }
     tn_runs="$tn_runs $v"
   done
-  report "tcp_tput_${name}_mbps" $tcp_runs
-  report "treenet_tput_${name}_mbps" $tn_runs
+  [ -z "$tcp_runs" ] || report "$tcp_name" $tcp_runs
+  [ -z "$tn_runs" ] || report "$tn_name" $tn_runs
 }
 
 # treenet, both framings, without and with authenticated frames.
@@ -139,7 +146,9 @@ for variant in $VARIANTS; do
     # "sink": the receiver answers without re-checking the pattern, as the
     # TCP server does (every frame is still checksummed by treenet).
     if [ "$variant" = 0:plain ]; then
-      tput_in_turns
+      in_turns tput "${TPUT_REPEAT:-5}" "tcp_tput_${name}_mbps" \
+        "treenet_tput_${name}_mbps" "sink 0 $size $count" \
+        tput "$ION_IP" "$PORT" "$size" "$count"
     else
       measure "${t}_tput_${name}_mbps" tput selftest "sink 0 $size $count"
     fi
@@ -165,19 +174,9 @@ barrier 5
 # round_trips <suffix>: TCP's and treenet's round trips in turns, reported
 # as tcp<suffix>_rtt_32_us and treenet<suffix>_rtt_32_us.
 round_trips() {
-  tcp_runs= tn_runs= i=0
-  while [ "$i" -lt "${RTT_REPEAT:-5}" ]; do
-    i=$((i + 1))
-    out=$("$BIN" ping "$ION_IP" "$PORT" "$PING_SIZE" "$PING_COUNT" 2>&1)
-    v=$(value rtt "$out") || { fail "tcp$1_rtt_${PING_SIZE}_us" "$out"; break; }
-    tcp_runs="$tcp_runs $v"
-    [ -n "$HAVE_TN" ] || continue
-    out=$(selftest "ping 0 $PING_SIZE $PING_COUNT" 2>&1)
-    v=$(value rtt "$out") || { fail "treenet$1_rtt_${PING_SIZE}_us" "$out"; break; }
-    tn_runs="$tn_runs $v"
-  done
-  [ -z "$tcp_runs" ] || report "tcp$1_rtt_${PING_SIZE}_us" $tcp_runs
-  [ -z "$tn_runs" ] || report "treenet$1_rtt_${PING_SIZE}_us" $tn_runs
+  in_turns rtt "${RTT_REPEAT:-5}" "tcp$1_rtt_${PING_SIZE}_us" \
+    "treenet$1_rtt_${PING_SIZE}_us" "ping 0 $PING_SIZE $PING_COUNT" \
+    ping "$ION_IP" "$PORT" "$PING_SIZE" "$PING_COUNT"
 }
 round_trips ""
 # The same with busy polling on both nodes, for both transports (sockets:
