@@ -436,6 +436,10 @@ struct Inner {
     peer_log: KVec<(u16, bool, u64)>,
     /// Senders sleeping until a queue drains.
     blocked_senders: u32,
+    /// Tasks in [`Treenet::wait_progress`]: deliveries notify `progress`
+    /// only while there are some (a blocked sender waits for queue space,
+    /// which `wake_senders` announces, not for deliveries).
+    progress_waiters: u32,
     /// Earliest time (ns) a retransmission may be due: the lanes are only
     /// scanned then, or at once after an ack reporting holes.
     rtx_at: u64,
@@ -467,7 +471,9 @@ pub(crate) struct Treenet {
     kicker: Arc<Kicker>,
     #[pin]
     inner: Mutex<Inner>,
-    /// Notified whenever the engine made progress (blocking senders wait).
+    /// Notified when queue space was freed or a neighbour went down
+    /// (blocked senders wait on it), and on deliveries while a task waits
+    /// in [`Treenet::wait_progress`].
     #[pin]
     progress: CondVar,
     /// Held while upper-layer handlers run.
@@ -710,6 +716,7 @@ impl Treenet {
             tx_first_neighbor: 0,
             peer_log: KVec::new(),
             blocked_senders: 0,
+            progress_waiters: 0,
             rtx_at: u64::MAX,
             rtx_acked: false,
             periodic_at: 0,
@@ -1176,9 +1183,11 @@ impl Treenet {
         if g.progress_gen != mark {
             return;
         }
+        g.progress_waiters += 1;
         let _ = self
             .progress
             .wait_interruptible_timeout(&mut g, ms_to_jiffies(ms));
+        g.progress_waiters -= 1;
     }
 
     /// Waits until `done` is nonzero (`Ok(true)`), `timeout` jiffies passed
@@ -1337,17 +1346,19 @@ impl Treenet {
             // A reply a driving task waits for may have been among them.
             self.kicker.wake_driver();
         }
-        // Wake blocked callers only when there is news for them: a
-        // delivery or peer event (self-test waits), or freed queue space.
-        let wake = {
+        // Wake blocked callers only when there is news for them: freed
+        // queue space for blocked senders, a delivery or peer event for
+        // progress waiters (a blocked sender woken for every message
+        // delivered would only look at its queue and sleep again).
+        let notify = {
             let mut g = self.inner.lock();
             let wake = core::mem::take(&mut g.wake_senders);
             if delivered || wake {
                 g.progress_gen = g.progress_gen.wrapping_add(1);
             }
-            wake
+            wake || (delivered && g.progress_waiters > 0)
         };
-        if delivered || wake {
+        if notify {
             self.progress.notify_all();
         }
         left
