@@ -465,12 +465,14 @@ fi
 # The raw link, for each system's efficiency: TCP (tcpbench) and treenet.
 "$TCPB" ping "$ION_IP" "$TCP_PORT" 32 20 > /dev/null || fail raw_tcp_warmup
 size=1048576 count=32
-measure raw_tcp_tput_1m_mbps tput "$TCPB" tput "$ION_IP" "$TCP_PORT" $size $count
+tn_selftest() { echo "$1" > "$TN/selftest" && cat "$TN/selftest"; }
+tn='tn_selftest "sink 0 $size $count"'
+[ -n "$HAVE_TN" ] || tn=
+# In turns (in_turns), as the two are compared.
+in_turns tput "$REPEAT" \
+  raw_tcp_tput_1m_mbps '"$TCPB" tput "$ION_IP" "$TCP_PORT" "$size" "$count"' \
+  raw_treenet_tput_1m_mbps "$tn"
 "$TCPB" quit "$ION_IP" "$TCP_PORT" || fail raw_tcp_quit "cannot stop the server"
-if [ -n "$HAVE_TN" ]; then
-  tn_selftest() { echo "$1" > "$TN/selftest" && cat "$TN/selftest"; }
-  measure raw_treenet_tput_1m_mbps tput tn_selftest "sink 0 $size $count"
-fi
 say "zoidfs counters: $(awk '$2 != 0' /sys/kernel/zoidfs/stats | tr '\n' ' ')"
 mount_fs zoidfs && touch $M/.bench-done && umount $M || die "cannot tell the ION it is done"
 exit "$failed"

@@ -122,6 +122,31 @@ measure() {
   report "$m" $runs
 }
 
+# in_turns <tput|rtt> <repeat> <name a> <command a> <name b> <command b>:
+# the two commands (shell text, evaluated at each run, so $size and the like
+# are read then) in turns, <repeat> runs of each, each reported as the
+# median of its runs (report).  A stream's rate and a round trip on this
+# host drift over minutes by as much as two transports differ
+# (docs/treenet.md), so a comparison is measured side by side in time.  An
+# empty <command b> measures a alone.  A failed run ends the turns: what
+# was measured before it is still reported, after the BENCH-FAIL line.
+in_turns() {
+  kind=$1 repeat=$2 a_name=$3 a_cmd=$4 b_name=$5 b_cmd=$6
+  a_runs= b_runs= i=0
+  while [ "$i" -lt "$repeat" ]; do
+    i=$((i + 1))
+    out=$(eval "$a_cmd" 2>&1)
+    v=$(value "$kind" "$out") || { fail "$a_name" "$out"; break; }
+    a_runs="$a_runs $v"
+    [ -n "$b_cmd" ] || continue
+    out=$(eval "$b_cmd" 2>&1)
+    v=$(value "$kind" "$out") || { fail "$b_name" "$out"; break; }
+    b_runs="$b_runs $v"
+  done
+  [ -z "$a_runs" ] || report "$a_name" $a_runs
+  [ -z "$b_runs" ] || report "$b_name" $b_runs
+}
+
 # median <values...>
 median() { echo "$@" | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 

@@ -101,31 +101,6 @@ if [ -z "$HAVE_TN" ]; then
 fi
 barrier 2
 
-# in_turns <kind> <repeat> <tcp name> <treenet name> <self-test> <tcpbench
-# args...>: TCP's and treenet's <kind> (tput or rtt, lib.sh's value) in
-# turns, <repeat> runs of each, each reported as the median of its runs.
-# A stream's rate and a round trip on this host drift over minutes by as
-# much as the two transports differ (docs/treenet.md), so both are
-# measured side by side in time.  A failed run ends the turns: what was
-# measured before it is still reported, after the BENCH-FAIL line.
-in_turns() {
-  kind=$1 repeat=$2 tcp_name=$3 tn_name=$4 tn_cmd=$5
-  shift 5
-  tcp_runs= tn_runs= i=0
-  while [ "$i" -lt "$repeat" ]; do
-    i=$((i + 1))
-    out=$("$BIN" "$@" 2>&1)
-    v=$(value "$kind" "$out") || { fail "$tcp_name" "$out"; break; }
-    tcp_runs="$tcp_runs $v"
-    [ -n "$HAVE_TN" ] || continue
-    out=$(selftest "$tn_cmd" 2>&1)
-    v=$(value "$kind" "$out") || { fail "$tn_name" "$out"; break; }
-    tn_runs="$tn_runs $v"
-  done
-  [ -z "$tcp_runs" ] || report "$tcp_name" $tcp_runs
-  [ -z "$tn_runs" ] || report "$tn_name" $tn_runs
-}
-
 # treenet, both framings, without and with authenticated frames.
 k=0
 for variant in $VARIANTS; do
@@ -146,9 +121,9 @@ for variant in $VARIANTS; do
     # "sink": the receiver answers without re-checking the pattern, as the
     # TCP server does (every frame is still checksummed by treenet).
     if [ "$variant" = 0:plain ]; then
-      in_turns tput "${TPUT_REPEAT:-5}" "tcp_tput_${name}_mbps" \
-        "treenet_tput_${name}_mbps" "sink 0 $size $count" \
-        tput "$ION_IP" "$PORT" "$size" "$count"
+      in_turns tput "${TPUT_REPEAT:-5}" \
+        "tcp_tput_${name}_mbps" '"$BIN" tput "$ION_IP" "$PORT" "$size" "$count"' \
+        "treenet_tput_${name}_mbps" 'selftest "sink 0 $size $count"'
     else
       measure "${t}_tput_${name}_mbps" tput selftest "sink 0 $size $count"
     fi
@@ -174,9 +149,11 @@ barrier 5
 # round_trips <suffix>: TCP's and treenet's round trips in turns, reported
 # as tcp<suffix>_rtt_32_us and treenet<suffix>_rtt_32_us.
 round_trips() {
-  in_turns rtt "${RTT_REPEAT:-5}" "tcp$1_rtt_${PING_SIZE}_us" \
-    "treenet$1_rtt_${PING_SIZE}_us" "ping 0 $PING_SIZE $PING_COUNT" \
-    ping "$ION_IP" "$PORT" "$PING_SIZE" "$PING_COUNT"
+  tn='selftest "ping 0 $PING_SIZE $PING_COUNT"'
+  [ -n "$HAVE_TN" ] || tn=
+  in_turns rtt "${RTT_REPEAT:-5}" \
+    "tcp$1_rtt_${PING_SIZE}_us" '"$BIN" ping "$ION_IP" "$PORT" "$PING_SIZE" "$PING_COUNT"' \
+    "treenet$1_rtt_${PING_SIZE}_us" "$tn"
 }
 round_trips ""
 # The same with busy polling on both nodes, for both transports (sockets:

@@ -8,7 +8,8 @@
 #
 # The CN runs every measurement; the ION exports a tmpfs directory to zoid's
 # unix plug-in and runs the TCP forwarder on another one (both write and
-# read the file zoidbench.dat there).  The CN prints (medians of REPEAT runs):
+# read the file zoidbench.dat there).  The CN prints (medians of REPEAT runs
+# each, zoid's and the forwarder's taken in turns):
 #   BENCH <fwd>_null_rtt_us <microseconds per null call>
 #   BENCH <fwd>_write_<size>_mbps / <fwd>_read_<size>_mbps <Mbit/s>
 # where <fwd> is zoid or tcp and <size> 4k 64k 256k 1m 4m.
@@ -36,14 +37,14 @@ TCP="tcp:$ION_IP:$PORT"
 # Warm-up: ARP, attach, the files' pages.
 "$BIN" null zoid 20 > /dev/null || fail zoid_warmup "$("$BIN" null zoid 1 2>&1)"
 "$BIN" null "$TCP" 20 > /dev/null || fail tcp_warmup
-for fwd in zoid tcp; do
-  t=$fwd; [ "$fwd" = tcp ] && t=$TCP
-  count=$NULL_COUNT
-  measure "${fwd}_null_rtt_us" rtt "$BIN" null "$t" "$NULL_COUNT"
-  for s in $SIZES; do
-    split "$s"
-    measure "${fwd}_write_${name}_mbps" tput "$BIN" write "$t" "$size" "$count"
-    measure "${fwd}_read_${name}_mbps" tput "$BIN" read "$t" "$size" "$count"
+# zoid's and the forwarder's runs of each measurement in turns (in_turns).
+in_turns rtt "$REPEAT" zoid_null_rtt_us '"$BIN" null zoid "$NULL_COUNT"' \
+  tcp_null_rtt_us '"$BIN" null "$TCP" "$NULL_COUNT"'
+for s in $SIZES; do
+  split "$s"
+  for op in write read; do
+    in_turns tput "$REPEAT" "zoid_${op}_${name}_mbps" '"$BIN" "$op" zoid "$size" "$count"' \
+      "tcp_${op}_${name}_mbps" '"$BIN" "$op" "$TCP" "$size" "$count"'
   done
 done
 "$BIN" quit "$TCP" || fail tcp_quit "cannot stop the forwarder"
