@@ -18,7 +18,9 @@ use crate::zoid_kernel::netlink::{busy_poll, Mac, NetLink, BROADCAST_MAC};
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
 use crate::zoid_proto::siphash::SipKey;
-use crate::zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
+use crate::zoid_proto::treenet::arq::{
+    FrameSlot, RecvWindow, RtoEstimator, RxClass, SendWindow, DEFAULT_WINDOW, MAX_WINDOW,
+};
 use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
 use crate::zoid_proto::treenet::grant::{
     nearly_received, GrantError, GrantQueue, Request, Waiting, MAX_GRANTS_PER_PEER, MAX_SLOTS,
@@ -66,7 +68,7 @@ const TX_BUDGET: usize = 128;
 const PASS_TIME_NS: u64 = 2_000_000;
 /// Frames after which an ack goes without waiting for `ack_delay_us`: a
 /// quarter of this node's window, from 2 to 16 frames (16 with the default
-/// window of 128).  An ack for every 2 frames, as before 2026-11-29, put 47
+/// window).  An ack for every 2 frames, as before 2026-11-29, put 47
 /// ack frames on the wire per MiB of a stream and made a 1 MiB stream 1.4
 /// times slower under TCG (docs/treenet.md, "Where the time goes"); a
 /// quarter of the window keeps a sender whose window is as large as ours
@@ -148,7 +150,7 @@ impl Knobs {
         Self {
             packet_size: Atomic::new(0),
             ack_threshold: Atomic::new(16),
-            window: Atomic::new(128),
+            window: Atomic::new(DEFAULT_WINDOW as u32),
             rto_min_ms: Atomic::new(20),
             ack_delay_us: Atomic::new(2000),
             piggyback_acks: Atomic::new(1),
@@ -272,8 +274,12 @@ impl OutMsg {
     }
 }
 
+/// A lane's send window with its per-frame ring on the heap (4 KiB: see
+/// [`new_tx_ring`]).
+type TxWindow = SendWindow<KVec<FrameSlot>>;
+
 struct TxLane {
-    win: SendWindow,
+    win: TxWindow,
     /// Messages started or waiting, in order; dropped once fully acked.
     msgs: Fifo<OutMsg>,
 }
@@ -281,8 +287,9 @@ struct TxLane {
 struct RxLane {
     win: RecvWindow,
     reasm: Reassembler,
-    /// Frames received ahead of the next expected one, by `seq % 128`.
-    ahead: KVec<Option<(u32, u8, KVec<u8>)>>,
+    /// Frames received ahead of the next expected one, by
+    /// `seq % MAX_WINDOW`: empty until the lane's first such frame.
+    ahead: KVVec<Option<(u32, u8, KVec<u8>)>>,
     /// Message being received and its header.
     current: Option<(MsgHeader, MsgBuf)>,
     /// `current` is a granted message whose sender may be granted its next
@@ -298,6 +305,15 @@ struct RxLane {
 }
 
 impl RxLane {
+    /// Gives the lane its ring for frames out of order (see [`lane_rx`]).
+    fn grow_ahead(&mut self) -> Result {
+        self.ahead.reserve(MAX_WINDOW, GFP_KERNEL)?;
+        while self.ahead.len() < MAX_WINDOW {
+            self.ahead.push(None, GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+
     /// Whether this lane owes its sender an ack (frames unacknowledged, or
     /// one that must go now).
     fn owes_ack(&self) -> bool {
@@ -539,11 +555,20 @@ pub(crate) struct PeerInfo {
     pub(crate) below: usize,
 }
 
-fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> TxLane {
-    TxLane {
-        win: SendWindow::new(0, win, RtoEstimator::new(200_000, rto_min, rto_max)),
+/// A send window's ring of [`MAX_WINDOW`] frame slots, on the heap: inline
+/// it would take 4 KiB of an 8 KiB ppc32 stack while a lane is built.
+pub(crate) fn new_tx_ring() -> Result<KVec<FrameSlot>> {
+    let mut ring = KVec::with_capacity(MAX_WINDOW, GFP_KERNEL)?;
+    ring.resize(MAX_WINDOW, FrameSlot::default(), GFP_KERNEL)?;
+    Ok(ring)
+}
+
+fn lane_tx(win: usize, rto_min: u64, rto_max: u64) -> Result<TxLane> {
+    let rto = RtoEstimator::new(200_000, rto_min, rto_max);
+    Ok(TxLane {
+        win: SendWindow::with_ring(new_tx_ring()?, 0, win, rto).ok_or(EINVAL)?,
         msgs: Fifo::new(),
-    }
+    })
 }
 
 /// How long a receiver holds an ack back (µs): `ack_delay_us`, well
@@ -573,21 +598,22 @@ fn grant_storage(len: usize) -> Result<KVec<Waiting>> {
     Ok(v)
 }
 
-fn lane_rx(win: usize) -> Result<RxLane> {
-    let mut ahead = KVec::with_capacity(128, GFP_KERNEL)?;
-    for _ in 0..128 {
-        ahead.push(None, GFP_KERNEL)?;
-    }
-    Ok(RxLane {
-        win: RecvWindow::new(0, win),
+/// A lane's receive side, accepting the largest window a sender may use.
+/// Its ring for frames out of order comes with the first such frame
+/// ([`Inner::handle_data`]): on a link that does not reorder or lose, it
+/// never does (it is [`MAX_WINDOW`] entries, 16 KiB on 64-bit, so it may
+/// come from vmalloc).
+fn lane_rx() -> RxLane {
+    RxLane {
+        win: RecvWindow::new(0, MAX_WINDOW),
         reasm: Reassembler::new(),
-        ahead,
+        ahead: KVVec::new(),
         current: None,
         drain_told: false,
         unacked: 0,
         ack_now: false,
         ack_due_ns: u64::MAX,
-    })
+    }
 }
 
 /// How an outgoing frame is sealed: a checksum (CRC-32C, or XXH64 for a
@@ -2403,10 +2429,13 @@ impl Inner {
             let bigger = grant_storage(needed.max(2 * self.grants.capacity()))?;
             self.grants.replace_storage(bigger).map_err(|_| EINVAL)?;
         }
-        let rx = [lane_rx(128)?, lane_rx(128)?];
-        // Built in place on the heap, a lane at a time: a whole `Neighbor`
-        // (two send windows of per-frame timestamps) would not fit the stack
-        // budget of this frame on 32-bit PowerPC.
+        let rx = [lane_rx(), lane_rx()];
+        let tx = [
+            lane_tx(64, 20_000, 2_000_000)?,
+            lane_tx(64, 20_000, 2_000_000)?,
+        ];
+        // Built in place on the heap: a whole `Neighbor` would not fit the
+        // stack budget of this frame on 32-bit PowerPC.
         let n = KBox::init(
             init!(Neighbor {
                 node,
@@ -2418,7 +2447,7 @@ impl Inner {
                 below: KVec::new(),
                 last_rx_ns: 0,
                 up: false,
-                tx <- pin_init::init_array_from_fn(|_| lane_tx(64, 20_000, 2_000_000)),
+                tx,
                 rx,
                 rdv_wait: KVec::new(),
                 rts_out: 0,
@@ -2541,7 +2570,8 @@ impl Inner {
                 loop {
                     let r = &mut self.neighbors[ni].rx[lane.index()];
                     let Some(q) = r.win.pop_ready() else { break };
-                    let Some((bseq, bflags, bdata)) = r.ahead[q as usize % 128].take() else {
+                    let slot = r.ahead.get_mut(q as usize % MAX_WINDOW);
+                    let Some((bseq, bflags, bdata)) = slot.and_then(Option::take) else {
                         break;
                     };
                     if bseq != q {
@@ -2552,12 +2582,17 @@ impl Inner {
             }
             RxClass::Future => {
                 let mut v = KVec::new();
-                if v.extend_from_slice(payload, GFP_KERNEL).is_err() {
+                if (r.ahead.is_empty() && r.grow_ahead().is_err())
+                    || v.extend_from_slice(payload, GFP_KERNEL).is_err()
+                {
                     count(&s.drop_nomem);
                     return;
                 }
+                let Some(slot) = r.ahead.get_mut(seq as usize % MAX_WINDOW) else {
+                    return;
+                };
                 r.win.mark(seq);
-                r.ahead[seq as usize % 128] = Some((seq, flags, v));
+                *slot = Some((seq, flags, v));
             }
             RxClass::Duplicate => count(&s.duplicates),
             RxClass::OutOfWindow => count(&s.drop_out_of_window),

@@ -303,7 +303,13 @@ knob!(
     0,
     1_000_000
 );
-knob!(show_window, store_window, window, 1, 128);
+knob!(
+    show_window,
+    store_window,
+    window,
+    1,
+    zoid_proto::treenet::arq::MAX_WINDOW as u64
+);
 knob!(
     show_peer_timeout,
     store_peer_timeout,
@@ -727,7 +733,11 @@ mod tests {
         assert_eq!(store_packet_size(&c, b"100000"), Err(EINVAL));
         assert_eq!(c.net.knobs.packet_size.load(Relaxed), 240);
         assert_eq!(store_window(&c, b"0"), Err(EINVAL));
-        assert_eq!(store_window(&c, b"129"), Err(EINVAL));
+        assert_eq!(store_window(&c, b"513"), Err(EINVAL));
+        assert_eq!(
+            c.net.knobs.window.load(Relaxed) as usize,
+            zoid_proto::treenet::arq::DEFAULT_WINDOW
+        );
         assert_eq!(store_drop_ppm(&c, b"1000001"), Err(EINVAL));
         assert_eq!(store_rto_min(&c, b"999999"), Err(EINVAL));
         assert_eq!(store_rto_max(&c, b"1"), Err(EINVAL));
@@ -841,8 +851,12 @@ mod proto_tests {
     }
 
     #[test]
-    fn lanes_ack_selectively_and_retransmit_holes() {
-        let mut tx = SendWindow::new(0, 8, RtoEstimator::new(1000, 100, 100_000));
+    fn lanes_ack_selectively_and_retransmit_holes() -> Result {
+        // (Its ring on the heap, as the engine's: inline it would take
+        // 4 KiB of this test's stack.)
+        let ring = crate::engine::new_tx_ring()?;
+        let rto = RtoEstimator::new(1000, 100, 100_000);
+        let mut tx = SendWindow::with_ring(ring, 0, 8, rto).ok_or(EINVAL)?;
         for t in 0..4 {
             tx.on_send(t);
         }
@@ -864,6 +878,7 @@ mod proto_tests {
         // The hole below the selectively acked 2, and a tail-loss probe of
         // the newest frame (3), older than twice `fast_after`.
         assert_eq!(&due[..n], &[1, 3]);
+        Ok(())
     }
 
     #[test]

@@ -12,6 +12,9 @@
 #   treenet_auth_1m        the same with authenticated frames (a key on both)
 #   treenet_crc_1m         the same with CRC-32C checksums (fast_checksum=0)
 #   tcp_rtt, treenet_rtt   32-byte round trips
+#   icmp_rtt               32-byte ICMP echoes (busybox ping -A), answered in
+#                          the ION's softirq: the floor a transport that
+#                          answers in the receive path could reach
 #   zoid_write_1m, zoid_read_1m  1 MiB write/read calls through /dev/zoid
 #                          (the unix plug-in on a tmpfs export), one at a time
 #   fwd_write_1m, fwd_read_1m    the same calls through zoidbench's TCP
@@ -53,6 +56,7 @@ run() {
     tcp_4k) "$BIN" tput "$ION_IP" "$PORT" 4096 "$n" ;;
     tcp_1m) "$BIN" tput "$ION_IP" "$PORT" 1048576 "$n" ;;
     tcp_rtt) "$BIN" ping "$ION_IP" "$PORT" 32 "$n" ;;
+    icmp_rtt) ping -A -q -c "$n" -s 32 "$ION_IP" | tail -n 1 ;;
     treenet_4k) echo "sink 0 4096 $n" > "$TN/selftest" && cat "$TN/selftest" ;;
     treenet_1m | treenet_auth_1m | treenet_crc_1m)
       echo "sink 0 1048576 $n" > "$TN/selftest" && cat "$TN/selftest" ;;

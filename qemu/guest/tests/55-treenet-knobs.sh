@@ -6,7 +6,7 @@ bad() { # knob value
   [ "$(cat $T/$1)" = "$old" ] || { echo "$1 changed on a bad write"; exit 1; }
 }
 bad packet_size 10; bad packet_size 70000; bad packet_size x
-bad ack_threshold -1; bad window 0; bad window 129
+bad ack_threshold -1; bad window 0; bad window $(($(cat $T/max_window) + 1))
 bad rto_min_ms 0; bad rto_max_ms 600001; bad peer_timeout_ms 1; bad ack_delay_us 100001
 bad max_msg_size 67108865; bad grant_slots 0
 bad drop_ppm 1000001; bad dup_ppm abc; bad reorder_ppm -5; bad drop_burst 0; bad drop_burst 1001

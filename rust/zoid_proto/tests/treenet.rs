@@ -5,7 +5,9 @@
 
 use proptest::prelude::*;
 use std::collections::VecDeque;
-use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
+use zoid_proto::treenet::arq::{
+    FrameSlot, RecvWindow, RtoEstimator, RxClass, SendWindow, MAX_WINDOW,
+};
 use zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
 use zoid_proto::treenet::grant::{GrantError, GrantQueue, Request, Waiting};
 use zoid_proto::treenet::wire::*;
@@ -339,6 +341,47 @@ fn send_window_ignores_bogus_acks_and_marks_sacked() {
     due.clear();
     assert!(s.due(100_000, 50, |q| due.push(q)));
     assert_eq!(due, vec![11, 12]);
+}
+
+#[test]
+fn a_window_on_a_heap_ring_is_a_window_inline() {
+    let est = RtoEstimator::new(1000, 10, 100_000);
+    // A ring of any other length is refused (sequence numbers map onto it
+    // modulo its length).
+    for len in [0, 1, MAX_WINDOW - 1, MAX_WINDOW + 1] {
+        assert!(SendWindow::with_ring(vec![FrameSlot::default(); len], 0, 8, est).is_none());
+    }
+    // The largest window, wrapping its sequence numbers, on both kinds of
+    // ring: the same frames go, the same acks free them, the same holes
+    // are due.
+    let start = 0xffff_ff00;
+    let mut inline = SendWindow::new(start, MAX_WINDOW, est);
+    let mut heap = SendWindow::with_ring(
+        vec![FrameSlot::default(); MAX_WINDOW],
+        start,
+        MAX_WINDOW,
+        est,
+    )
+    .unwrap();
+    for t in 0..MAX_WINDOW as u32 {
+        assert_eq!(inline.on_send(t), heap.on_send(t));
+    }
+    assert!(!inline.can_send() && !heap.can_send());
+    let next = start.wrapping_add(300);
+    assert_eq!(
+        inline.on_ack(next, 0b1010, 600),
+        heap.on_ack(next, 0b1010, 600)
+    );
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    assert_eq!(
+        inline.due(5_000, 1_000, |q| a.push(q)),
+        heap.due(5_000, 1_000, |q| b.push(q))
+    );
+    assert_eq!(a, b);
+    // Bits 1 and 3: next + 2 and next + 4 arrived, the holes below them go.
+    assert_eq!(a[..3], [next, next.wrapping_add(1), next.wrapping_add(3)]);
+    assert_eq!(inline.in_flight(), MAX_WINDOW - 300);
+    assert_eq!(heap.in_flight(), MAX_WINDOW - 300);
 }
 
 #[test]

@@ -9,9 +9,28 @@
 //! exact), which keeps a lane's state small: it is created at run time in a
 //! kernel thread, on a stack of 8 KiB on ppc32.
 
-/// Largest window (frames in flight per lane) treenet supports.
-pub const MAX_WINDOW: usize = 128;
+use core::borrow::BorrowMut;
+
+/// Largest window (frames in flight per lane) treenet supports.  A lane's
+/// sender keeps a [`FrameSlot`] per frame of it (4 KiB).
+pub const MAX_WINDOW: usize = 512;
+/// The window a node sends with unless told otherwise (sysfs `window`).
+/// Under QEMU's TCG a 1 MiB stream kept 128 frames (189 KB) in flight for
+/// a round trip that had grown to several ms, and ran 1.2 to 1.3 times
+/// faster with 256 or 512 (docs/treenet.md, "A larger window").
+pub const DEFAULT_WINDOW: usize = 512;
 const RING: usize = MAX_WINDOW;
+
+/// What a lane's sender keeps per frame in flight: when it was (last) sent,
+/// in µs, and its flags (selectively acked, how often resent).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrameSlot {
+    sent_at: u32,
+    flags: u8,
+}
+
+/// A sender's per-frame storage held inline (4 KiB: host code and tests).
+pub type InlineRing = [FrameSlot; RING];
 
 /// Signed distance from `b` to `a` in sequence space.
 fn seq_diff(a: u32, b: u32) -> i64 {
@@ -103,14 +122,16 @@ pub struct AckOutcome {
     pub bogus: bool,
 }
 
-/// Sender side of a lane.
+/// Sender side of a lane.  Its per-frame storage `R` is a ring of
+/// [`MAX_WINDOW`] [`FrameSlot`]s, inline by default; the kernel keeps it on
+/// the heap (see [`SendWindow::with_ring`]), as a lane is built at run time
+/// on a kernel stack of 8 KiB on ppc32.
 #[derive(Clone, Debug)]
-pub struct SendWindow {
+pub struct SendWindow<R = InlineRing> {
     base: u32,
     next: u32,
     window: usize,
-    sent_at: [u32; RING],
-    flags: [u8; RING],
+    ring: R,
     /// How long the receiver may hold an ack back (µs).
     peer_ack_delay: u64,
     /// When the latest-sent frame known to have arrived (acked or
@@ -136,20 +157,42 @@ pub struct SendWindow {
 }
 
 impl SendWindow {
-    /// An empty window starting at `seq`.
+    /// An empty window starting at `seq`, its ring inline.
     pub fn new(seq: u32, window: usize, rto: RtoEstimator) -> Self {
+        Self::build([FrameSlot::default(); RING], seq, window, rto)
+    }
+}
+
+impl<R: BorrowMut<[FrameSlot]>> SendWindow<R> {
+    /// An empty window starting at `seq` keeping its per-frame state in
+    /// `ring`, which must hold exactly [`MAX_WINDOW`] slots (`None`
+    /// otherwise: sequence numbers map onto the ring modulo its length,
+    /// across their wrap too).
+    pub fn with_ring(ring: R, seq: u32, window: usize, rto: RtoEstimator) -> Option<Self> {
+        (ring.borrow().len() == RING).then(|| Self::build(ring, seq, window, rto))
+    }
+
+    fn build(ring: R, seq: u32, window: usize, rto: RtoEstimator) -> Self {
         Self {
             base: seq,
             next: seq,
             window: window.clamp(1, MAX_WINDOW),
-            sent_at: [0; RING],
-            flags: [0; RING],
+            ring,
             peer_ack_delay: 0,
             delivered_sent_at: None,
             cwnd: window.clamp(1, MAX_WINDOW),
             timer_from: 0,
             rto,
         }
+    }
+
+    /// Frame `seq`'s slot.
+    fn slot(&self, seq: u32) -> &FrameSlot {
+        &self.ring.borrow()[seq as usize % RING]
+    }
+
+    fn slot_mut(&mut self, seq: u32) -> &mut FrameSlot {
+        &mut self.ring.borrow_mut()[seq as usize % RING]
     }
 
     /// Tells the window how long the receiver may delay an ack (µs), so a
@@ -209,24 +252,25 @@ impl SendWindow {
             self.timer_from = now;
         }
         let seq = self.next;
-        self.sent_at[seq as usize % RING] = now;
-        self.flags[seq as usize % RING] = 0;
+        *self.slot_mut(seq) = FrameSlot {
+            sent_at: now,
+            flags: 0,
+        };
         self.next = self.next.wrapping_add(1);
         seq
     }
 
     /// Records the retransmission of `seq`.
     pub fn on_retransmit(&mut self, seq: u32, now: u32) {
-        let i = seq as usize % RING;
-        self.sent_at[i] = now;
         let resends = (self.resends(seq) + 1).min(RESENDS_MAX);
-        self.flags[i] =
-            (self.flags[i] & !(RESENDS_MAX << RESENDS_SHIFT)) | (resends << RESENDS_SHIFT);
+        let slot = self.slot_mut(seq);
+        slot.sent_at = now;
+        slot.flags = (slot.flags & !(RESENDS_MAX << RESENDS_SHIFT)) | (resends << RESENDS_SHIFT);
     }
 
     /// How often `seq` was resent (at most [`RESENDS_MAX`]).
     fn resends(&self, seq: u32) -> u8 {
-        (self.flags[seq as usize % RING] >> RESENDS_SHIFT) & RESENDS_MAX
+        (self.slot(seq).flags >> RESENDS_SHIFT) & RESENDS_MAX
     }
 
     /// Whether `seq` was resent at least once.
@@ -235,11 +279,11 @@ impl SendWindow {
     }
 
     fn age(&self, seq: u32, now: u32) -> u64 {
-        u64::from(now.wrapping_sub(self.sent_at[seq as usize % RING]))
+        u64::from(now.wrapping_sub(self.slot(seq).sent_at))
     }
 
     fn is(&self, seq: u32, flag: u8) -> bool {
-        self.flags[seq as usize % RING] & flag != 0
+        self.slot(seq).flags & flag != 0
     }
 
     /// Notes that `seq` arrived.  A retransmitted frame is left out: which
@@ -248,7 +292,7 @@ impl SendWindow {
         if self.retransmitted(seq) {
             return;
         }
-        let t = self.sent_at[seq as usize % RING];
+        let t = self.slot(seq).sent_at;
         self.delivered_sent_at = Some(match self.delivered_sent_at {
             Some(d) if seq_diff(d, t) >= 0 => d,
             _ => t,
@@ -258,7 +302,7 @@ impl SendWindow {
     /// Whether `seq` (in flight) was last sent before a frame that arrived.
     fn overtaken(&self, seq: u32) -> bool {
         self.delivered_sent_at
-            .is_some_and(|d| seq_diff(d, self.sent_at[seq as usize % RING]) > 0)
+            .is_some_and(|d| seq_diff(d, self.slot(seq).sent_at) > 0)
     }
 
     /// Processes an ack: `next` is the receiver's next expected sequence
@@ -301,7 +345,7 @@ impl SendWindow {
                 self.delivered(seq);
                 self.timer_from = now;
             }
-            self.flags[seq as usize % RING] |= SACKED;
+            self.slot_mut(seq).flags |= SACKED;
         }
         if self.base == self.next {
             // Nothing in flight: a send time that old means nothing (the

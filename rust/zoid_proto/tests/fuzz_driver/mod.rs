@@ -11,7 +11,7 @@ pub mod ssi;
 pub mod zoid;
 
 use zoid_proto::crc32c::Crc32c;
-use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow};
+use zoid_proto::treenet::arq::{RecvWindow, RtoEstimator, RxClass, SendWindow, MAX_WINDOW};
 use zoid_proto::treenet::frag::{ReasmError, Reassembler};
 use zoid_proto::treenet::grant::{
     GrantError, GrantQueue, Request, Waiting, MAX_GRANTS_PER_PEER, MAX_SLOTS, MAX_WAITING_PER_PEER,
@@ -48,7 +48,7 @@ const WRAP_START: u32 = 0xffff_ffc0;
 /// Neighbours the receive driver tracks (further hellos are dropped).
 const MAX_PEERS: usize = 4;
 /// Ring of out-of-order frames, as in the engine.
-const AHEAD: usize = 128;
+const AHEAD: usize = MAX_WINDOW;
 /// Send window of a lane (the engine's `lane_tx(64, ..)`).
 const TX_WINDOW: usize = 64;
 /// Frames a lane's sender transmits at most over one input.
