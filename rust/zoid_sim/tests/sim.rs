@@ -88,7 +88,7 @@ fn rendezvous_64_in_trees_fair_to_every_cn() {
 
 #[test]
 fn queues_stay_bounded() {
-    let window = zoid_sim::MAX_WINDOW;
+    let window = Config::default().window;
     let rdv = run(&Config {
         cns: 64,
         messages: 2,
