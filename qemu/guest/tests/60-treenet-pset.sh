@@ -85,8 +85,11 @@ echo 1 > $T/fast_checksum
 # waiting tasks and the engine threads poll the device instead of
 # sleeping for its interrupt.  Messages both ways still check out, the
 # CN's pings are answered while it polls, and the ION's engine thread
-# polled after the frames it received.
-echo 2000 > $T/busy_poll_us
+# polled after the frames it received.  20 ms of polling per wait: a
+# ping's round trip in the KASAN/lockdep pset is about 6 ms under TCG
+# (5.8-6.9 ms, up to 24 ms), so with 2 ms only 7 to 9 waits of 50 ended
+# on a frame here, and none of 52 on a slower CI machine.
+echo 20000 > $T/busy_poll_us
 barrier $tag; tag=$((tag + 1))
 if [ "$ZOID_NODE" = cn1 ]; then
   h0=$(stat busy_poll_hits)
