@@ -16,7 +16,9 @@ use crate::zoid_kernel::kthread::{stack_left, Kicker, ThreadBody, ThreadCtx, Wak
 use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{busy_poll, Mac, NetLink, BROADCAST_MAC};
 use crate::zoid_kernel::stats::counters;
-use crate::zoid_kernel::time::{div_u64, ms_to_jiffies, now_ns, ns_to_ms, random_u32};
+use crate::zoid_kernel::time::{
+    div_u64, jiffies_to_ns, ms_to_jiffies, now_ns, ns_to_jiffies, ns_to_ms, random_u32,
+};
 use crate::zoid_proto::siphash::SipKey;
 use crate::zoid_proto::treenet::arq::{
     FrameSlot, RecvWindow, RtoEstimator, RxClass, SendWindow, DEFAULT_WINDOW, MAX_WINDOW,
@@ -204,6 +206,7 @@ counters! {
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
         msgs_failed: "Queued messages dropped: peer down or request refused.",
+        send_waits: "Blocking sends that waited for room: the destination's queue was over its bound (2 x max_msg_size + 1 MiB).",
         send_stalls: "Blocking sends failed (ETIMEDOUT): the destination's queue stayed over its bound while frames to it went unacknowledged for 4 x peer_timeout_ms.",
         drop_truncated: "Frames dropped: truncated.",
         drop_oversized: "Frames dropped: payload over the local limit.",
@@ -1125,6 +1128,9 @@ impl Treenet {
                 return Err(EAGAIN);
             }
             let now = now_ns();
+            if stalled.is_none() {
+                count(&self.stats.send_waits);
+            }
             match stalled {
                 Some((a, since)) if in_flight && a == acks => {
                     if now.saturating_sub(since) > stall_ns {
@@ -1239,27 +1245,32 @@ impl Treenet {
             return Err(EBUSY);
         };
         count(&self.stats.drives);
-        let mut left = timeout;
+        // The wait ends by the clock: engine passes in this task, and
+        // kicks that end a sleep at once, count against it too (frames
+        // that kept coming for other calls kept a soft zoid call driving
+        // 10 s past its timeout of 2 s).
+        let start = now_ns();
+        let end = start.saturating_add(jiffies_to_ns(timeout));
         // Busy polling, if on, for `busy_poll_us` of the whole wait.
         let busy_until = match self.knobs.busy_poll_us.load(Relaxed) {
             0 => 0,
-            us => now_ns().saturating_add(u64::from(us) * 1000),
+            us => start.saturating_add(u64::from(us) * 1000),
         };
         loop {
             if done.load(Acquire) != 0 {
                 return Ok(true);
             }
-            if left == 0 {
+            let now = now_ns();
+            if now >= end {
                 return Ok(false);
             }
             if kernel::current!().signal_pending() {
                 return Err(EINTR);
             }
-            if busy_until != 0 && now_ns() < busy_until {
-                self.busy_poll(Some(done), busy_until);
+            if busy_until != 0 && now < busy_until {
+                self.busy_poll(Some(done), busy_until.min(end));
             }
-            let (l, kicked) = driving.wait(done, left);
-            left = l;
+            let (_, kicked) = driving.wait(done, ns_to_jiffies(end.saturating_sub(now_ns())));
             if kicked {
                 count(&self.stats.drive_passes);
                 self.pass(Some(channel));

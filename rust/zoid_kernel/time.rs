@@ -68,6 +68,20 @@ pub(crate) fn div_u64(a: u64, b: u64) -> u64 {
     }
 }
 
+/// Nanoseconds per jiffy (`CONFIG_HZ` is at most 1000 and divides 10^9).
+const NS_PER_JIFFY: u64 = 1_000_000_000 / bindings::CONFIG_HZ as u64;
+
+/// Jiffies to nanoseconds.
+pub(crate) fn jiffies_to_ns(jiffies: usize) -> u64 {
+    (jiffies as u64).saturating_mul(NS_PER_JIFFY)
+}
+
+/// Nanoseconds to jiffies, rounded up.
+pub(crate) fn ns_to_jiffies(ns: u64) -> usize {
+    let j = div_u64(ns.saturating_add(NS_PER_JIFFY - 1), NS_PER_JIFFY);
+    usize::try_from(j).unwrap_or(usize::MAX)
+}
+
 /// Nanoseconds to milliseconds.
 pub(crate) fn ns_to_ms(ns: u64) -> u64 {
     div_u64(ns, 1_000_000)

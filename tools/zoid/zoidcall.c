@@ -5,6 +5,7 @@
  *   zoidcall info                  attach; print the ION and its limits
  *   zoidcall null COUNT            COUNT null calls; prints the mean in µs
  *   zoidcall echo SIZE [COUNT]     echo SIZE bytes, verified; prints MB/s
+ *                                  (a failed call prints how long it took)
  *   zoidcall fill SIZE BYTE        ask for SIZE bytes of BYTE, verified
  *   zoidcall sleep MS              a call that blocks MS ms on the ION
  *   zoidcall add A B               prints A+B computed on the ION
@@ -42,6 +43,14 @@ static double now_us(void)
 static int fail(const char *what, int err)
 {
 	printf("zoidcall: %s: %s (%d)\n", what, strerror(err < 0 ? -err : err), err < 0 ? -err : err);
+	return 1;
+}
+
+/* A failed call, with how long the call itself took (not the process). */
+static int fail_after(const char *what, int err, double t0)
+{
+	printf("zoidcall: %s: %s after %.0f ms (%d)\n", what, strerror(err < 0 ? -err : err),
+	       (now_us() - t0) / 1e3, err < 0 ? -err : err);
 	return 1;
 }
 
@@ -159,13 +168,14 @@ int main(int argc, char **argv)
 		for (long i = 0; i < count; i++) {
 			const uint8_t *got;
 			uint32_t n;
+			double t1 = now_us();
 			int err;
 
 			reply = (struct zbuf){ r, 0, size + 64, 0 };
 			err = zoid_call(fd, ZTEST_ID, !strcmp(cmd, "echo") ? ZTEST_ECHO : ZTEST_FILL,
 					&args, &reply);
 			if (err)
-				return fail(cmd, err);
+				return fail_after(cmd, err, t1);
 			zget_u64(&reply);
 			n = zget_u32(&reply);
 			got = zget(&reply, n);

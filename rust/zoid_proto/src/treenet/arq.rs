@@ -14,12 +14,11 @@ use core::borrow::BorrowMut;
 /// Largest window (frames in flight per lane) treenet supports.  A lane's
 /// sender keeps a [`FrameSlot`] per frame of it (4 KiB).
 pub const MAX_WINDOW: usize = 512;
-/// The window a node sends with unless told otherwise (sysfs `window`).
-/// Under QEMU's TCG streams of 1 MiB messages and larger ran 1.2 to 1.5
-/// times faster with 512, but soft zoid calls to a deaf ION took longer on
-/// the leak-check pset, which is not understood yet: 128 stays the default
-/// (docs/treenet.md, "A larger window").
-pub const DEFAULT_WINDOW: usize = 128;
+/// The window a node sends with unless told otherwise (sysfs `window`):
+/// the largest.  Under QEMU's TCG streams of 1 MiB messages and larger ran
+/// 1.2 to 1.5 times faster with 512 than with 128 (docs/treenet.md, "A
+/// larger window").
+pub const DEFAULT_WINDOW: usize = MAX_WINDOW;
 const RING: usize = MAX_WINDOW;
 
 /// What a lane's sender keeps per frame in flight: when it was (last) sent,
