@@ -49,9 +49,10 @@ static int fail(const char *what, int err)
 /* A failed call, with how long the call itself took (not the process). */
 static int fail_after(const char *what, int err, double t0)
 {
-	printf("zoidcall: %s: %s after %.0f ms (%d)\n", what, strerror(err < 0 ? -err : err),
-	       (now_us() - t0) / 1e3, err < 0 ? -err : err);
-	return 1;
+	char buf[96];
+
+	snprintf(buf, sizeof(buf), "%s: after %.0f ms", what, (now_us() - t0) / 1e3);
+	return fail(buf, err);
 }
 
 static uint8_t *xmalloc(size_t n)

@@ -190,9 +190,12 @@ else
   # Each failed call prints how long it took of its own (zoidcall: "after
   # N ms"): starting and ending 24 processes at once costs more than the
   # call on the leak-check pset (2.0-2.3 s per call, 3.7-6.9 s per
-  # process there on 2026-12-04).
-  own=$(sed -n 's/.* after \([0-9]*\) ms ([0-9]*)$/\1/p' /tmp/soft-*.out |
-    awk 'BEGIN { m = 0 } $1 > m { m = $1 } END { printf "%.1f", m / 1000 }')
+  # process there on 2026-12-04).  Per call: start, end, own ms.
+  for f in /tmp/soft-*.time; do
+    i=${f#/tmp/soft-}; i=${i%.time}
+    echo "$(cat $f) $(sed -n 's/.*: after \([0-9]*\) ms: .*/\1/p' /tmp/soft-$i.out)"
+  done > /tmp/soft-calls
+  own=$(awk 'BEGIN { m = 0 } $3 > m { m = $3 } END { printf "%.1f", m / 1000 }' /tmp/soft-calls)
   echo "CN: 24 soft calls (2 s) to a deaf ION ended within $took s (processes of up to $longest s," \
     "calls of up to $own s), $timedout with ETIMEDOUT; $(($(zstat queue_full) - full0)) found treenet's queue full"
   [ $(($(zstat queue_full) - full0)) -ge 1 ] || { echo "the queue never filled"; diag; exit 1; }
@@ -200,15 +203,13 @@ else
   # room: a call that waited would end only when the ION listens again,
   # 13 s after t0, having taken 8 s or more of its own if it started
   # before t0 + 5.  (treenet's send_waits does not tell: ssi's heartbeats
-  # to the ION are blocking sends, and they wait there meanwhile.)  (Until 2026-12-04 the processes'
-  # times were counted, and a call failed the test on the leak-check pset
-  # when its process took 12 s while the calls took 2.0-2.3 s.  And a
-  # call could overrun its timeout while it did treenet's work for frames
-  # that kept coming: up to 12 s of its own, fixed in drive_until.)
-  waited=$(for f in /tmp/soft-*.time; do
-      i=${f#/tmp/soft-}; i=${i%.time}
-      echo "$(cat $f) $(sed -n 's/.* after \([0-9]*\) ms ([0-9]*)$/\1/p' /tmp/soft-$i.out)"
-    done | awk -v t0="$t0" '$3 != "" && $3 >= 8000 && $2 >= t0 + 12.5 { n++ } END { print n + 0 }')
+  # to the ION are blocking sends, and they wait there meanwhile.)
+  # Until 2026-12-04 the processes' times were counted, and a call failed
+  # the test on the leak-check pset when its process took 12 s while the
+  # calls took 2.0-2.3 s.  And a call could overrun its timeout while it
+  # did treenet's work for frames that kept coming: up to 12 s of its
+  # own, fixed in drive_until.
+  waited=$(awk -v t0="$t0" '$3 != "" && $3 >= 8000 && $2 >= t0 + 12.5 { n++ } END { print n + 0 }' /tmp/soft-calls)
   [ "$waited" = 0 ] || { echo "$waited soft call(s) waited for treenet"; exit 1; }
   # Everything queued reaches the ION once it listens (stale replies).
   i=0
