@@ -19,7 +19,9 @@
 # BENCH_RAND_OPS, BENCH_META_FILES, BENCH_META_DIRS, BENCH_SYSTEMS,
 # BENCH_ZOIDFS_OPTS (extra zoidfs mount options, e.g. inflight=1),
 # BENCH_PROCS (processes at once on the CN, "1 2 4"), BENCH_PAR_BYTES (each
-# one's file, 16 MiB), BENCH_CN_STEPS (CNs at once, "1 2 4").
+# one's file, 16 MiB), BENCH_CN_STEPS (CNs at once, "1 2 4"), BENCH_PARTS
+# (which workloads a 1-CN pset runs: "seq rand meta fio par raw"); on the
+# host BENCH_OUT (the results' directory, bench/results).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -34,7 +36,7 @@ tcpbench=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)
 peers=$("$here/bench-peers.sh" "$repo/out/bench-peers")
 env="REPEAT=${REPEAT:-5}"
 for k in BENCH_SIZES BENCH_RAND_OPS BENCH_META_FILES BENCH_META_DIRS BENCH_SYSTEMS BENCH_ZOIDFS_OPTS \
-    BENCH_PROCS BENCH_PAR_BYTES BENCH_CN_STEPS; do
+    BENCH_PROCS BENCH_PAR_BYTES BENCH_CN_STEPS BENCH_PARTS; do
   [ -z "${!k:-}" ] || env="$env $k='${!k}'"
 done
 # gnuplot renders the plots (Debian's gnuplot-nox, installed on first use).
@@ -64,8 +66,11 @@ for run in $runs; do
   logs="${logs:+$logs,}$log/$run$tag"
 done
 echo
-mkdir -p "$repo/bench/results"
-results="$repo/bench/results/fs-$(date -u +%Y%m%d-%H%M).json"
+# BENCH_OUT: where the results and plots go (a quick A/B elsewhere keeps
+# bench/results/latest-*.svg those of a whole run).
+out=${BENCH_OUT:-$repo/bench/results}
+mkdir -p "$out"
+results="$out/fs-$(date -u +%Y%m%d-%H%M).json"
 kernel=$(cat "$log"/*/cn1.console 2>/dev/null | grep -m1 -o "Linux version [^ ]*" | awk '{ print $3 }' || true)
 python3 "$here/bench-fs-report.py" "$logs" "$results" \
   "machine=$(nproc) cores, $(awk '/MemTotal/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo), QEMU TCG" \

@@ -1270,7 +1270,7 @@ impl Treenet {
             if busy_until != 0 && now < busy_until {
                 self.busy_poll(Some(done), busy_until.min(end));
             }
-            let (_, kicked) = driving.wait(done, ns_to_jiffies(end.saturating_sub(now_ns())));
+            let kicked = driving.wait(done, ns_to_jiffies(end.saturating_sub(now_ns())));
             if kicked {
                 count(&self.stats.drive_passes);
                 self.pass(Some(channel));

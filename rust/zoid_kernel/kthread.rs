@@ -189,14 +189,14 @@ pub(crate) struct Driving<'a> {
 
 impl Driving<'_> {
     /// Sleeps until kicked, `done` is nonzero, a signal or `timeout`
-    /// jiffies passed.  Returns the jiffies left and whether the thread's
-    /// work is pending (the caller now has to do it).
-    pub(crate) fn wait(&self, done: &Atomic<u32>, timeout: usize) -> (usize, bool) {
+    /// jiffies passed.  Returns whether the thread's work is pending (the
+    /// caller now has to do it); the caller keeps its own clock.
+    pub(crate) fn wait(&self, done: &Atomic<u32>, timeout: usize) -> bool {
         let t = c_long::try_from(timeout).unwrap_or(c_long::MAX);
         let mut kicked = false;
         // SAFETY: the record is live (borrowed); `done` is a valid `u32`
         // the C side only reads (once, atomically); `kicked` is writable.
-        let left = unsafe {
+        unsafe {
             zk_thread_drive_wait(
                 self.kicker.raw.as_ptr(),
                 done.as_ptr().cast_const(),
@@ -204,7 +204,7 @@ impl Driving<'_> {
                 &mut kicked,
             )
         };
-        (usize::try_from(left).unwrap_or(0), kicked)
+        kicked
     }
 }
 

@@ -58,6 +58,11 @@ PAR_BYTES=${BENCH_PAR_BYTES:-16777216}
 ZOPTS=${BENCH_ZOIDFS_OPTS:-}
 # Scaling across CNs: how many CNs at once.
 CN_STEPS=${BENCH_CN_STEPS:-"1 2 4"}
+# Which workloads of a 1-CN pset run (all by default; fewer for a quick A/B):
+# seq (sequential), rand (random 4 KiB), meta (metadata), fio, par (processes
+# at once, also needs BENCH_PROCS), raw (the raw link).
+PARTS=${BENCH_PARTS:-"seq rand meta fio par raw"}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 EXPORT_FS=${BENCH_EXPORT:-tmpfs}
 BENCH_ANY_CNS=1
 . "$(dirname "$0")/lib.sh"
@@ -248,16 +253,19 @@ fsbench_latency() {
 
 fs_workloads() { # <system> <dir>
   sys=$1 d=$2
-  for s in $SIZES; do
+  part seq && for s in $SIZES; do
     name=${s%%:*}; rest=${s#*:}; block=${rest%%:*}; total=${rest#*:}
     throughputs "$sys" "$name" fsbench_seq "$d/seq" "$block" "$total" || return 1
   done
   # Random 4 KiB at queue depth 1 on a 16 MiB file.
-  "$FSB" write "$d/rand" 1048576 16777216 > /dev/null || { fail "${sys}_rand_file"; return 1; }
-  for op in randread randwrite; do
-    latencies "${sys}_${op}_4k" fsbench_latency $op "$d/rand" || return 1
-  done
+  if part rand; then
+    "$FSB" write "$d/rand" 1048576 16777216 > /dev/null || { fail "${sys}_rand_file"; return 1; }
+    for op in randread randwrite; do
+      latencies "${sys}_${op}_4k" fsbench_latency $op "$d/rand" || return 1
+    done
+  fi
   rm -f "$d/seq" "$d/rand"
+  part meta || return 0
   # Metadata: FILES files in one directory, then spread over DIRS.
   for layout in onedir dirs; do
     nd=1; [ $layout = dirs ] && nd=$META_DIRS
@@ -450,8 +458,8 @@ for sys in $SYSTEMS; do
     "$PC" "$d" | sed "s/^/POSIX $sys /" || fail "${sys}_posixcheck"
   else
     fs_workloads "$sys" "$d"
-    [ ! -x "$FIO" ] || fio_workloads "$sys" "$d"
-    [ -z "$PROCS" ] || scale_workloads "$sys" "$d"
+    [ ! -x "$FIO" ] || ! part fio || fio_workloads "$sys" "$d"
+    [ -z "$PROCS" ] || ! part par || scale_workloads "$sys" "$d"
   fi
   rm -rf "$d"
   umount $M || fail "${sys}_umount" "cannot unmount"
@@ -463,15 +471,17 @@ if [ "$MODE" = posix ]; then
 fi
 
 # The raw link, for each system's efficiency: TCP (tcpbench) and treenet.
-"$TCPB" ping "$ION_IP" "$TCP_PORT" 32 20 > /dev/null || fail raw_tcp_warmup
-size=1048576 count=32
-tn_selftest() { echo "$1" > "$TN/selftest" && cat "$TN/selftest"; }
-tn='tn_selftest "sink 0 $size $count"'
-[ -n "$HAVE_TN" ] || tn=
-# In turns (in_turns), as the two are compared.
-in_turns tput "$REPEAT" \
-  raw_tcp_tput_1m_mbps '"$TCPB" tput "$ION_IP" "$TCP_PORT" "$size" "$count"' \
-  raw_treenet_tput_1m_mbps "$tn"
+if part raw; then
+  "$TCPB" ping "$ION_IP" "$TCP_PORT" 32 20 > /dev/null || fail raw_tcp_warmup
+  size=1048576 count=32
+  tn_selftest() { echo "$1" > "$TN/selftest" && cat "$TN/selftest"; }
+  tn='tn_selftest "sink 0 $size $count"'
+  [ -n "$HAVE_TN" ] || tn=
+  # In turns (in_turns), as the two are compared.
+  in_turns tput "$REPEAT" \
+    raw_tcp_tput_1m_mbps '"$TCPB" tput "$ION_IP" "$TCP_PORT" "$size" "$count"' \
+    raw_treenet_tput_1m_mbps "$tn"
+fi
 "$TCPB" quit "$ION_IP" "$TCP_PORT" || fail raw_tcp_quit "cannot stop the server"
 say "zoidfs counters: $(awk '$2 != 0' /sys/kernel/zoidfs/stats | tr '\n' ' ')"
 mount_fs zoidfs && touch $M/.bench-done && umount $M || die "cannot tell the ION it is done"
