@@ -45,6 +45,10 @@ use kernel::{new_condvar, new_mutex};
 /// a deep caller, or any caller on a small-stack architecture, waits for it).
 pub(crate) const DRIVE_STACK_MIN: usize = 10 * 1024;
 
+/// Queue room beyond the bound that only control-lane messages may take
+/// (see `Inner::queue_bound`).
+pub(crate) const CONTROL_RESERVE: usize = 1 << 20;
+
 /// treenet's own channel (rendezvous control messages).
 pub(crate) const CHANNEL_TREENET: u16 = 0;
 /// Largest channel id.
@@ -206,7 +210,7 @@ counters! {
         peer_up: "Neighbours that came up (or restarted).",
         peer_down: "Neighbours that went silent past peer_timeout_ms.",
         msgs_failed: "Queued messages dropped: peer down or request refused.",
-        send_waits: "Blocking sends that waited for room: the destination's queue was over its bound (2 x max_msg_size + 1 MiB).",
+        send_waits: "Blocking sends that waited for room: the destination's queue was over its bound (2 x max_msg_size + 1 MiB, and 1 MiB more for control-lane messages).",
         send_stalls: "Blocking sends failed (ETIMEDOUT): the destination's queue stayed over its bound while frames to it went unacknowledged for 4 x peer_timeout_ms.",
         drop_truncated: "Frames dropped: truncated.",
         drop_oversized: "Frames dropped: payload over the local limit.",
@@ -1105,13 +1109,12 @@ impl Treenet {
         // (acks seen, since when) while frames are in flight.
         let mut stalled: Option<(u64, u64)> = None;
         loop {
-            let bound = 2 * max + (1 << 20);
             // (over the bound, acks seen, frames in flight)
             let (over, acks, in_flight) = if dst == BROADCAST {
                 g.children().fold((false, 0u64, false), |(o, a, f), i| {
                     let n = &g.neighbors[i];
                     (
-                        o || n.queued_bytes > bound,
+                        o || n.queued_bytes > g.queue_bound(&self.knobs, i, len),
                         a.wrapping_add(n.acks_seen),
                         f || n.in_flight(),
                     )
@@ -1119,7 +1122,11 @@ impl Treenet {
             } else {
                 let r = g.route(dst).ok_or(EHOSTUNREACH)?;
                 let n = &g.neighbors[r];
-                (n.queued_bytes > bound, n.acks_seen, n.in_flight())
+                (
+                    n.queued_bytes > g.queue_bound(&self.knobs, r, len),
+                    n.acks_seen,
+                    n.in_flight(),
+                )
             };
             if !over || in_handler {
                 break;
@@ -1701,6 +1708,24 @@ impl Inner {
         match k.packet_size.load(Relaxed) as usize {
             0 => max,
             p => p.clamp(MIN_PACKET_PAYLOAD, max),
+        }
+    }
+
+    /// How many bytes neighbour `ni`'s queue may hold for a message of
+    /// `len` bytes to be admitted: twice `max_msg_size` plus 1 MiB, and
+    /// for a message that goes on the control lane (eager, at most
+    /// `ack_threshold` frames) [`CONTROL_RESERVE`] more, so that bulk
+    /// messages that filled the queue never hold up small control
+    /// messages (ssi's heartbeats, zoid's small calls) at admission either.
+    fn queue_bound(&self, k: &Knobs, ni: usize, len: usize) -> usize {
+        let max = k.max_msg_size.load(Relaxed) as usize;
+        let bound = 2 * max + (1 << 20);
+        let payload = self.payload_for(k, self.neighbors[ni].link);
+        let threshold = k.ack_threshold.load(Relaxed) as usize;
+        if frame_count(len, payload) <= threshold.max(1) {
+            bound + CONTROL_RESERVE
+        } else {
+            bound
         }
     }
 

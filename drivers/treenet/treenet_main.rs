@@ -1056,6 +1056,56 @@ mod loopback_tests {
         Ok(())
     }
 
+    /// Bulk messages that filled the queue to a destination that takes no
+    /// data (deaf) do not hold up small control messages: those still get
+    /// in, up to a reserve of their own, and everything arrives once the
+    /// destination listens again.
+    #[test]
+    fn control_messages_pass_a_queue_full_of_bulk() -> Result {
+        let counter = Counter::new()?;
+        let (net, engine) = loopback_node(counter.clone())?;
+        // Frames of 1 KiB: 64 KiB messages go by rendezvous (64 frames),
+        // 15 000 bytes on the control lane (15 frames, ack_threshold 16).
+        net.knobs.packet_size.store(1024, Relaxed);
+        net.knobs.max_msg_size.store(64 * 1024, Relaxed);
+        net.knobs.deaf_ppm.store(1_000_000, Relaxed);
+        let message = |len: usize| -> Result<MsgBuf> {
+            let mut m = MsgBuf::new(len, GFP_KERNEL)?;
+            m.write_at(len - 1, &[0xa5])?;
+            Ok(m)
+        };
+        // Sends `len`-byte messages until the queue refuses one (at most
+        // `cap`); returns how many it took.
+        let fill = |len: usize, cap: u64| -> Result<u64> {
+            let mut n = 0;
+            while n < cap {
+                match net.send(9, 7, message(len)?, false) {
+                    Ok(()) => n += 1,
+                    Err(e) if e == EAGAIN => return Ok(n),
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(n)
+        };
+        let bulk = fill(64 * 1024, 100)?;
+        // The bound: 2 x 64 KiB + 1 MiB, so about 18 of them.
+        assert!((10..100).contains(&bulk));
+        let small = fill(15_000, 1000)?;
+        // 1 MiB of reserve: about 70 of them, and then no more.
+        assert!((10..1000).contains(&small));
+        net.knobs.deaf_ppm.store(0, Relaxed);
+        let all = bulk + small;
+        wait_for(&net, 120_000, || counter.msgs.load(Relaxed) >= all);
+        assert_eq!(counter.msgs.load(Relaxed), all);
+        assert_eq!(
+            counter.bytes.load(Relaxed),
+            bulk * 64 * 1024 + small * 15_000
+        );
+        assert_eq!(counter.bad.load(Relaxed), 0);
+        stop(net, engine);
+        Ok(())
+    }
+
     /// Counts messages and raises `flag` on each.
     struct Flagger {
         flag: Atomic<u32>,

@@ -201,8 +201,8 @@ else
   # No call took long enough of its own to have waited in treenet for
   # room: a call that waited would end only when the ION listens again,
   # 13 s after t0, having taken 8 s or more of its own if it started
-  # before t0 + 5.  (treenet's send_waits does not tell: ssi's heartbeats
-  # to the ION are blocking sends, and they wait there meanwhile.)
+  # before t0 + 5.  (treenet's send_waits does not tell: other blocking
+  # senders to the ION may wait there meanwhile.)
   # Until 2026-12-04 the processes' times were counted, and a call failed
   # the test on the leak-check pset when its process took 12 s while the
   # calls took 2.0-2.3 s.  And a call could overrun its timeout while it
