@@ -664,16 +664,58 @@ static int zoidfs_create(struct mnt_idmap *idmap, struct inode *dir,
 }
 
 /*
+ * Creates a file for a dentry the VFS is still looking up (not in the
+ * dcache yet): one call where a lookup would have been the first of two.
+ * On success the dentry is added, positive, as a lookup would have.
+ */
+static int zoidfs_create_looked_up(struct inode *dir, struct dentry *dentry, umode_t mode,
+				   bool *refused)
+{
+	struct zoidfs_fh fh;
+	struct zoidfs_attr a;
+	struct inode *inode;
+	int err;
+
+	mode = zoidfs_new_mode(dir, mode);
+	err = zoidfs_rs_create(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
+			       dentry->d_name.len, mode & 07777, true, &fh, &a);
+	*refused = err != 0;
+	if (err)
+		return err;
+	zoidfs_attr_stale(dir);
+	inode = zoidfs_iget(dir->i_sb, &fh, &a);
+	if (IS_ERR(inode))
+		return PTR_ERR(inode);
+	dentry->d_time = jiffies;
+	d_add(dentry, inode);
+	return 0;
+}
+
+/*
  * open(O_CREAT) in one step: O_EXCL is decided by the ION (exclusive
  * across CNs); a file another CN created since our lookup is opened as
- * it is (and truncated by the VFS for O_TRUNC).
+ * it is (and truncated by the VFS for O_TRUNC).  A name not in the dcache
+ * is created at once, exclusively; only if that fails (it exists, or the
+ * ION refused) does the lookup come first, so that an existing file or
+ * symlink is opened, and errors come in open(2)'s order, as before.
  */
 static int zoidfs_atomic_open(struct inode *dir, struct dentry *dentry,
 			      struct file *file, unsigned int flags, umode_t mode)
 {
 	struct inode *inode;
+	bool refused;
 	int err;
 
+	if (d_in_lookup(dentry) && (flags & O_CREAT)) {
+		err = zoidfs_create_looked_up(dir, dentry, mode, &refused);
+		if (!err) {
+			file->f_mode |= FMODE_CREATED;
+			return finish_open(file, dentry, NULL);
+		}
+		/* Created, but no inode for it here: as zoidfs_do_create(). */
+		if (!refused)
+			return err;
+	}
 	if (d_in_lookup(dentry)) {
 		struct dentry *res = zoidfs_lookup(dir, dentry, 0);
 
