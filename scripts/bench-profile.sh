@@ -11,6 +11,7 @@
 #   scripts/bench-profile.sh [extra qemu/pset options]
 #   WORKLOADS="treenet_4k tcp_4k" TOP=60 scripts/bench-profile.sh
 #   WORKLOADS="zoid_write_1m fwd_write_1m" scripts/bench-profile.sh  (zoid calls)
+#   WORKLOADS="treenet_1m zoidfs_write_1m zoidfs_read_1m" scripts/bench-profile.sh
 #   BUSY_POLL_US=5000 WORKLOADS="tcp_rtt treenet_rtt" scripts/bench-profile.sh
 #     (both nodes busy-poll, so idle time no longer hides a round trip's work)
 set -euo pipefail
@@ -20,6 +21,7 @@ log="$repo/out/bench-profile"
 tcpbench=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)
 kprof=$("$here/build-guest-tool.sh" x86_64 tools/kprof/kprof.c)
 zoidbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/zoidbench.c)
+fsbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/fsbench.c)
 rm -rf "$log"
 env="TOP=${TOP:-40}"
 [ -n "${WORKLOADS:-}" ] && env="$env WORKLOADS='$WORKLOADS'"
@@ -29,6 +31,7 @@ rc=0
   --add "$tcpbench:/zoid/bench/tcpbench" \
   --add "$kprof:/zoid/bench/kprof" \
   --add "$zoidbench:/zoid/bench/zoidbench" \
+  --add "$fsbench:/zoid/bench/fsbench" \
   --add "$repo/qemu/guest/bench/lib.sh:/zoid/bench/lib.sh" \
   --add "$repo/qemu/guest/bench/profile.sh:/zoid/bench/profile.sh" \
   --ion-cmd "$env sh /zoid/bench/profile.sh" --cn-cmd "$env sh /zoid/bench/profile.sh" \

@@ -20,6 +20,9 @@
 #   fwd_write_1m, fwd_read_1m    the same calls through zoidbench's TCP
 #                          forwarder (bench-zoid's CIOD baseline)
 #   zoid_null, fwd_null    null calls
+#   zoidfs_write_1m, zoidfs_read_1m  fsbench's sequential write (ending
+#                          with an fsync) and read, 1 MiB blocks, on zoidfs
+#                          with cache=loose (caches dropped before each)
 # The output, per workload and node, between "== <workload> <node>" and
 # "== end": on the CN the workload's result, kprof's PROF lines
 # (docs/treenet.md "Where the time goes"), then what the node's counters
@@ -65,12 +68,16 @@ run() {
     fwd_write_1m | fwd_read_1m) op=${1#fwd_}; "$ZB" "${op%_1m}" "tcp:$ION_IP:$ZPORT" 1048576 "$n" ;;
     zoid_null) "$ZB" null zoid "$n" ;;
     fwd_null) "$ZB" null "tcp:$ION_IP:$ZPORT" "$n" ;;
+    zoidfs_write_1m) "$FSB" write /mnt/zp/seq 1048576 $((n * 1048576)) ;;
+    zoidfs_read_1m) "$FSB" read /mnt/zp/seq 1048576 ;;
     *) echo "unknown workload $1"; return 1 ;;
   esac
 }
 
-zoid_calls=
-case " $WORKLOADS " in *" zoid_"* | *" fwd_"*) zoid_calls=1 ;; esac
+zoid_calls= zoidfs=
+case " $WORKLOADS " in *" zoid_"* | *" fwd_"* | *" zoidfs_"*) zoid_calls=1 ;; esac
+case " $WORKLOADS " in *" zoidfs_"*) zoidfs=1 ;; esac
+FSB=${FSBENCH:-/zoid/bench/fsbench}
 if [ -n "$zoid_calls" ]; then
   [ -x "$ZB" ] || die "no zoidbench at $ZB"
   [ -d "$Z" ] || die "zoid is not loaded"
@@ -99,6 +106,12 @@ if [ "$ZOID_ROLE" = cn ]; then
     "$ZB" write zoid 1048576 4 > /dev/null || fail zoid_warmup
     "$ZB" write "tcp:$ION_IP:$ZPORT" 1048576 4 > /dev/null || fail fwd_warmup
   fi
+  if [ -n "$zoidfs" ]; then
+    mkdir -p /mnt/zp
+    mount -t zoidfs -o cache=loose zoidfs /mnt/zp || die "cannot mount zoidfs"
+    "$FSB" write /mnt/zp/seq 1048576 $(($(ops zoidfs_write_1m) * 1048576)) > /dev/null ||
+      fail zoidfs_warmup
+  fi
 fi
 i=0
 for w in $WORKLOADS; do
@@ -113,6 +126,8 @@ for w in $WORKLOADS; do
     *_crc_*) echo 0 > "$TN/fast_checksum" ;;
     *) echo 1 > "$TN/fast_checksum" ;;
   esac
+  # A read starts from an empty page cache.
+  [ "$ZOID_ROLE" = cn ] && case "$w" in zoidfs_*) sync; echo 3 > /proc/sys/vm/drop_caches ;; esac
   snap a
   "$KPROF" -n "$TOP" -o "/tmp/prof.$w" 3600 &
   kp=$!
@@ -132,6 +147,7 @@ for w in $WORKLOADS; do
   echo "== end"
 done
 if [ "$ZOID_ROLE" = cn ]; then
+  [ -z "$zoidfs" ] || umount /mnt/zp || fail zoidfs_umount
   "$BIN" quit "$ION_IP" "$PORT" || fail tcp_quit "cannot stop the server"
   [ -z "$zoid_calls" ] || "$ZB" quit "tcp:$ION_IP:$ZPORT" || fail fwd_quit "cannot stop the forwarder"
 else
