@@ -1157,6 +1157,12 @@ pub(crate) extern "C" fn zoidfs_rs_count_unstable(lost: bool) {
     c.fetch_add(1, Relaxed);
 }
 
+/// `zoidfs_rs_count_run_mapping()`: a call's folios were mapped together.
+#[no_mangle]
+pub(crate) extern "C" fn zoidfs_rs_count_run_mapping() {
+    STATS.run_mappings.fetch_add(1, Relaxed);
+}
+
 /// `zoidfs_rs_count_reconnect()`: a stale handle looked up again by its
 /// name; `ok`: the ION answered with the same handle.
 #[no_mangle]

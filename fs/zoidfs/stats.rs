@@ -54,6 +54,7 @@ counters! {
         reconnects: "Stale handles of files made good again by looking their names up (the ION booted again and exports a subdirectory).",
         reconnects_failed: "Stale handles a name lookup could not make good (the file is gone or was replaced): the call failed with ESTALE.",
         connect_failed: "Mounts that found no ION.",
+        run_mappings: "Read or write calls whose folios had to be mapped together (vmap): none where a call's pages are one large folio.",
     }
 }
 

@@ -193,6 +193,8 @@ void zoidfs_rs_ssi_count(int event);
 void zoidfs_rs_count_forced_umount(void);
 /* Counts unsynced writes an ION reboot lost: sent again, or (lost) not. */
 void zoidfs_rs_count_unstable(bool lost);
+/* Counts a read or write call whose folios were mapped together (vmap). */
+void zoidfs_rs_count_run_mapping(void);
 /* Counts a stale handle looked up again by its name: made good (ok), or not. */
 void zoidfs_rs_count_reconnect(bool ok);
 

@@ -412,6 +412,21 @@ static int zoidfs_set(struct inode *inode, void *data)
 }
 
 /* The inode of `fh` (new or cached), with attributes `a`. */
+/*
+ * Large folios, up to the largest that fits one read and one write call
+ * (a whole call's worth of pages is then one folio to allocate, dirty,
+ * write back and read ahead, as NFS does): except with consistency=ssi,
+ * where each page is its own object.
+ */
+static void zoidfs_set_folio_orders(struct inode *inode)
+{
+	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
+	u32 io = min(sbi->rsize, sbi->wsize);
+
+	if (!sbi->ssi && io >= 2 * PAGE_SIZE)
+		mapping_set_folio_order_range(inode->i_mapping, 0, ilog2(io / PAGE_SIZE));
+}
+
 static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 				 const struct zoidfs_attr *a)
 {
@@ -450,6 +465,7 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 		else
 			inode->i_fop = &zoidfs_cached_fops;
 		inode->i_mapping->a_ops = &zoidfs_aops;
+		zoidfs_set_folio_orders(inode);
 		break;
 	case S_IFLNK:
 		inode->i_op = &zoidfs_symlink_iops;
@@ -1604,21 +1620,29 @@ static int zoidfs_fsync(struct file *file, loff_t start, loff_t end, int datasyn
 
 /* ---- The page cache (cache=strict|loose; mmap in every mode) ---- */
 
-/* Reads the folio's bytes from the ION; zeroes what lies past the end. */
+/*
+ * Reads the folio's bytes from the ION; zeroes what lies past the end.  A
+ * folio in the kernel's direct map goes in calls of up to rsize, one in
+ * high memory a page at a time (each page mapped on its own).
+ */
 static int zoidfs_fill_folio(struct inode *inode, struct folio *folio)
 {
+	size_t step = folio_test_highmem(folio) ? PAGE_SIZE : ZSB(inode->i_sb)->rsize;
 	loff_t pos = folio_pos(folio);
-	size_t len = folio_size(folio), off;
+	size_t len = folio_size(folio), off, want;
 	ssize_t n = 0;
 
-	for (off = 0; off < len; off += PAGE_SIZE) {
-		void *addr = kmap_local_folio(folio, off);
+	for (off = 0; off < len; off += want) {
+		void *addr = step == PAGE_SIZE ? kmap_local_folio(folio, off) :
+						 folio_address(folio) + off;
 
+		want = min(len - off, step);
 		n = zoidfs_stale_retry(inode, zoidfs_rs_read(zconn(inode), &ZI(inode)->fh,
-							     pos + off, addr, PAGE_SIZE));
-		if (n >= 0 && n < PAGE_SIZE)
-			memset(addr + n, 0, PAGE_SIZE - n);
-		kunmap_local(addr);
+							     pos + off, addr, want));
+		if (n >= 0 && n < want)
+			memset(addr + n, 0, want - n);
+		if (step == PAGE_SIZE)
+			kunmap_local(addr);
 		if (n < 0)
 			return n;
 	}
@@ -1638,8 +1662,9 @@ static int zoidfs_read_folio(struct file *file, struct folio *folio)
 /*
  * Readahead: the window in calls of up to rsize bytes (whole folios), up to
  * `inflight` of them on the wire.  Each call's folios are mapped together
- * (vmap) and its reply is decoded straight into them: the only copy on the
- * CN is from the reply's pages to the page cache.  A folio left !uptodate
+ * (vmap; a single folio in the direct map is used as it is) and its reply
+ * is decoded straight into them: the only copy on the CN is from the
+ * reply's pages to the page cache.  A folio left !uptodate
  * (an error, or no room to map it) is read again by read_folio.
  */
 static void zoidfs_readahead(struct readahead_control *rac)
@@ -1651,6 +1676,7 @@ static void zoidfs_readahead(struct readahead_control *rac)
 	unsigned int next = 0, next_page = 0;	/* the first folio not sent */
 	unsigned int first[ZOIDFS_INFLIGHT_MAX], count[ZOIDFS_INFLIGHT_MAX];
 	void *addr[ZOIDFS_INFLIGHT_MAX];
+	bool vmapped[ZOIDFS_INFLIGHT_MAX];
 	struct folio **folios, *folio;
 	struct zoidfs_pipe p;
 	struct page **pages;
@@ -1681,11 +1707,16 @@ static void zoidfs_readahead(struct readahead_control *rac)
 			}
 			first[s] = f;
 			count[s] = next - f;
-			addr[s] = vmap(pages + pg, next_page - pg, VM_MAP, PAGE_KERNEL);
+			/* One folio in the direct map needs no mapping of its own. */
+			vmapped[s] = count[s] > 1 || folio_test_highmem(folios[f]);
+			addr[s] = vmapped[s] ? vmap(pages + pg, next_page - pg, VM_MAP, PAGE_KERNEL) :
+					       folio_address(folios[f]);
+			if (vmapped[s])
+				zoidfs_rs_count_run_mapping();
 			if (!addr[s] || zoidfs_rs_read_start(&sbi->conn, &ZI(inode)->fh,
 							     folio_pos(folios[f]), addr[s], len,
 							     &io)) {
-				if (addr[s])
+				if (addr[s] && vmapped[s])
 					vunmap(addr[s]);
 				for (i = f; i < next; i++)
 					folio_end_read(folios[i], false);
@@ -1704,7 +1735,8 @@ static void zoidfs_readahead(struct readahead_control *rac)
 			/* Past the ION's end of file: zeroes. */
 			if (got >= 0 && got < p.len[s])
 				memset(addr[s] + got, 0, p.len[s] - got);
-			vunmap(addr[s]);
+			if (vmapped[s])
+				vunmap(addr[s]);
 			for (i = first[s]; i < first[s] + count[s]; i++)
 				folio_end_read(folios[i], got >= 0);
 			if (got < 0)
@@ -1728,14 +1760,15 @@ static int zoidfs_write_begin(const struct kiocb *iocb, struct address_space *ma
 	size_t from;
 	int err;
 
-	folio = __filemap_get_folio(mapping, pos / PAGE_SIZE, FGP_WRITEBEGIN,
-				    mapping_gfp_mask(mapping));
+	folio = write_begin_get_folio(iocb, mapping, pos / PAGE_SIZE, len);
 	if (IS_ERR(folio))
 		return PTR_ERR(folio);
 	*foliop = folio;
+	from = offset_in_folio(folio, pos);
+	/* The folio may be smaller than the write (the caller writes what fits). */
+	len = min_t(size_t, len, folio_size(folio) - from);
 	if (folio_test_uptodate(folio) || len == folio_size(folio))
 		return 0;
-	from = offset_in_folio(folio, pos);
 	/* Nothing of the file around the write: zeroes. */
 	if (folio_pos(folio) >= i_size_read(inode) ||
 	    (from == 0 && pos + len >= i_size_read(inode))) {
@@ -1883,9 +1916,10 @@ static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
 }
 
 /*
- * The bytes of run `s`, contiguous: its folios mapped together (*mapped,
- * to vunmap once the call has copied them), or else copied into `buf`;
- * NULL if there is memory for neither.
+ * The bytes of run `s`, contiguous: a single folio in the direct map as it
+ * is, else its folios mapped together (*mapped, to vunmap once the call has
+ * copied them), or else copied into `buf`; NULL if there is memory for
+ * neither.
  */
 static const void *zoidfs_wb_data(struct zoidfs_wb *wb, unsigned int s, void **mapped)
 {
@@ -1894,6 +1928,8 @@ static const void *zoidfs_wb_data(struct zoidfs_wb *wb, unsigned int s, void **m
 	size_t done = 0;
 
 	*mapped = NULL;
+	if (wb->nfolios[s] == 1 && !folio_test_highmem(f[0]))
+		return folio_address(f[0]);
 	for (i = 0; wb->pages && i < wb->nfolios[s]; i++) {
 		if (np + folio_nr_pages(f[i]) > wb->max)
 			break;
@@ -1906,9 +1942,13 @@ static const void *zoidfs_wb_data(struct zoidfs_wb *wb, unsigned int s, void **m
 
 		*mapped = vmap(wb->pages, np, VM_MAP, PAGE_KERNEL);
 		memalloc_nofs_restore(nofs);
+		zoidfs_rs_count_run_mapping();
 	}
 	if (*mapped)
 		return *mapped;
+	/* A large folio outgrows a page-sized run (see zoidfs_writepages()). */
+	if (wb->len > wb->cap)
+		return NULL;
 	if (!wb->buf)
 		wb->buf = kvmalloc(wb->cap, GFP_NOFS | __GFP_NOWARN);
 	if (!wb->buf)
@@ -1979,7 +2019,11 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 	wb.max = wb.cap / PAGE_SIZE;
 	wb.folios = kmalloc_array(depth * wb.max, sizeof(*wb.folios), GFP_NOFS | __GFP_NOWARN);
 	if (!wb.folios) {
-		/* Short of memory (reclaim may be waiting on us): a page per call. */
+		/*
+		 * Short of memory (reclaim may be waiting on us): a page per
+		 * call.  A large folio still makes one run of its own, sent by
+		 * zoidfs_wb_resend() a page per call (zoidfs_wb_data()).
+		 */
 		wb.cap = PAGE_SIZE;
 		wb.max = 1;
 		depth = 1;

@@ -23,6 +23,8 @@
 #   zoidfs_write_1m, zoidfs_read_1m  fsbench's sequential write (ending
 #                          with an fsync) and read, 1 MiB blocks, on zoidfs
 #                          with cache=loose (caches dropped before each)
+#   zoidfs_meta            fsbench meta on the same mount: 2000 files created,
+#                          stat'ed and unlinked in one directory
 # The output, per workload and node, between "== <workload> <node>" and
 # "== end": on the CN the workload's result, kprof's PROF lines
 # (docs/treenet.md "Where the time goes"), then what the node's counters
@@ -47,7 +49,7 @@ ops() {
   case "$1" in
     *_4k) echo 8192 ;;
     *_1m) echo 48 ;;
-    *_rtt | *_null) echo 2000 ;;
+    *_rtt | *_null | *_meta) echo 2000 ;;
     *) echo 1 ;;
   esac
 }
@@ -70,6 +72,7 @@ run() {
     fwd_null) "$ZB" null "tcp:$ION_IP:$ZPORT" "$n" ;;
     zoidfs_write_1m) "$FSB" write /mnt/zp/seq 1048576 $((n * 1048576)) ;;
     zoidfs_read_1m) "$FSB" read /mnt/zp/seq 1048576 ;;
+    zoidfs_meta) mkdir -p /mnt/zp/meta && "$FSB" meta /mnt/zp/meta "$n" 1 | tr '\n' ' ' ;;
     *) echo "unknown workload $1"; return 1 ;;
   esac
 }
