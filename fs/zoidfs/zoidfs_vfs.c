@@ -411,7 +411,6 @@ static int zoidfs_set(struct inode *inode, void *data)
 	return 0;
 }
 
-/* The inode of `fh` (new or cached), with attributes `a`. */
 /*
  * Large folios, up to the largest that fits one read and one write call
  * (a whole call's worth of pages is then one folio to allocate, dirty,
@@ -427,6 +426,7 @@ static void zoidfs_set_folio_orders(struct inode *inode)
 		mapping_set_folio_order_range(inode->i_mapping, 0, ilog2(io / PAGE_SIZE));
 }
 
+/* The inode of `fh` (new or cached), with attributes `a`. */
 static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 				 const struct zoidfs_attr *a)
 {
