@@ -629,7 +629,11 @@ static int zoidfs_instantiate(struct inode *dir, struct dentry *dentry,
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
 	dentry->d_time = jiffies;
-	d_instantiate(dentry, inode);
+	/* A dentry still being looked up goes into the dcache with it. */
+	if (d_in_lookup(dentry))
+		d_add(dentry, inode);
+	else
+		d_instantiate(dentry, inode);
 	return 0;
 }
 
@@ -657,8 +661,13 @@ static umode_t zoidfs_new_mode(struct inode *dir, umode_t mode)
 	return mode;
 }
 
+/*
+ * Creates a file for `dentry` (also one the VFS is still looking up: one
+ * call where a lookup would have been the first of two).  *created (if
+ * given) says whether the ION made it, even if no inode came of it here.
+ */
 static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mode,
-			    bool excl)
+			    bool excl, bool *created)
 {
 	struct zoidfs_fh fh;
 	struct zoidfs_attr a;
@@ -669,6 +678,8 @@ static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mo
 			       dentry->d_name.len, mode & 07777, excl, &fh, &a);
 	if (err)
 		return err;
+	if (created)
+		*created = true;
 	zoidfs_attr_stale(dir);
 	return zoidfs_instantiate(dir, dentry, &fh, &a);
 }
@@ -676,35 +687,7 @@ static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mo
 static int zoidfs_create(struct mnt_idmap *idmap, struct inode *dir,
 			 struct dentry *dentry, umode_t mode)
 {
-	return zoidfs_do_create(dir, dentry, mode, true);
-}
-
-/*
- * Creates a file for a dentry the VFS is still looking up (not in the
- * dcache yet): one call where a lookup would have been the first of two.
- * On success the dentry is added, positive, as a lookup would have.
- */
-static int zoidfs_create_looked_up(struct inode *dir, struct dentry *dentry, umode_t mode,
-				   bool *refused)
-{
-	struct zoidfs_fh fh;
-	struct zoidfs_attr a;
-	struct inode *inode;
-	int err;
-
-	mode = zoidfs_new_mode(dir, mode);
-	err = zoidfs_rs_create(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
-			       dentry->d_name.len, mode & 07777, true, &fh, &a);
-	*refused = err != 0;
-	if (err)
-		return err;
-	zoidfs_attr_stale(dir);
-	inode = zoidfs_iget(dir->i_sb, &fh, &a);
-	if (IS_ERR(inode))
-		return PTR_ERR(inode);
-	dentry->d_time = jiffies;
-	d_add(dentry, inode);
-	return 0;
+	return zoidfs_do_create(dir, dentry, mode, true, NULL);
 }
 
 /*
@@ -718,18 +701,18 @@ static int zoidfs_create_looked_up(struct inode *dir, struct dentry *dentry, umo
 static int zoidfs_atomic_open(struct inode *dir, struct dentry *dentry,
 			      struct file *file, unsigned int flags, umode_t mode)
 {
+	bool created = false;
 	struct inode *inode;
-	bool refused;
 	int err;
 
 	if (d_in_lookup(dentry) && (flags & O_CREAT)) {
-		err = zoidfs_create_looked_up(dir, dentry, mode, &refused);
+		err = zoidfs_do_create(dir, dentry, mode, true, &created);
 		if (!err) {
 			file->f_mode |= FMODE_CREATED;
 			return finish_open(file, dentry, NULL);
 		}
-		/* Created, but no inode for it here: as zoidfs_do_create(). */
-		if (!refused)
+		/* Created, but no inode for it here: as below. */
+		if (created)
 			return err;
 	}
 	if (d_in_lookup(dentry)) {
@@ -742,7 +725,7 @@ static int zoidfs_atomic_open(struct inode *dir, struct dentry *dentry,
 	}
 	if (!(flags & O_CREAT))
 		return finish_no_open(file, NULL);
-	err = zoidfs_do_create(dir, dentry, mode, true);
+	err = zoidfs_do_create(dir, dentry, mode, true, NULL);
 	if (err == -EEXIST && !(flags & O_EXCL)) {
 		inode = zoidfs_lookup_inode(dir, &dentry->d_name);
 		if (IS_ERR_OR_NULL(inode))
