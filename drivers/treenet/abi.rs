@@ -460,11 +460,17 @@ pub(crate) fn ion() -> Result<u16> {
     u16::try_from(rc).map_err(|_| EINVAL)
 }
 
+/// The `channel` of [`drive_until`] that delivers every channel's messages
+/// and peer events in the driving task, as treenet's thread would: for a
+/// task that has nothing else to do (an ION's idle zoid worker).
+pub(crate) const ALL_CHANNELS: u16 = u16::MAX;
+
 /// Waits until `done` is nonzero (`Ok(true)`), `timeout` jiffies passed
 /// (`Ok(false)`) or a signal (`EINTR`), doing treenet's receive work in
 /// this task and delivering messages on `channel` in it (no thread switch
 /// between a reply and its waiter).  `EBUSY`: wait the usual way instead.
-/// The channel's handler runs in the caller's task meanwhile.
+/// The channel's handler (every handler, with [`ALL_CHANNELS`]) runs in
+/// the caller's task meanwhile.
 pub(crate) fn drive_until(channel: u16, done: &Atomic<u32>, timeout: usize) -> Result<bool> {
     let t = c_long::try_from(timeout).unwrap_or(c_long::MAX);
     // SAFETY: `done` is a live atomic `u32`, borrowed for the call.

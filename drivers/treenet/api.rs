@@ -534,7 +534,8 @@ pub(crate) extern "C" fn treenet_node_id() -> c_int {
 /// that channel reaches its waiter without a thread switch.  -EBUSY: the
 /// caller waits its usual way (another task drives, or this one has too
 /// little stack left).  The handler of `channel` must not depend on
-/// running in treenet's thread.
+/// running in treenet's thread.  `channel` `0xffff` delivers every
+/// channel's messages and peer events (engine's `ALL_CHANNELS`).
 ///
 /// # Safety
 ///

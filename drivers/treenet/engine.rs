@@ -12,7 +12,9 @@
 
 use crate::zoid_kernel::fifo::Fifo;
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
-use crate::zoid_kernel::kthread::{stack_left, Kicker, ThreadBody, ThreadCtx, WakeCounts};
+use crate::zoid_kernel::kthread::{
+    stack_left, Kicker, ThreadBody, ThreadCtx, WakeCounts, DRIVE_STACK_MIN,
+};
 use crate::zoid_kernel::msgbuf::MsgBuf;
 use crate::zoid_kernel::netlink::{busy_poll, Mac, NetLink, BROADCAST_MAC};
 use crate::zoid_kernel::stats::counters;
@@ -40,11 +42,6 @@ use kernel::sync::{
 };
 use kernel::{new_condvar, new_mutex};
 
-/// Stack a task must have left to run an engine pass in
-/// [`Treenet::drive_until`] (the engine thread has a whole stack to itself;
-/// a deep caller, or any caller on a small-stack architecture, waits for it).
-pub(crate) const DRIVE_STACK_MIN: usize = 10 * 1024;
-
 /// Queue room beyond the bound that only control-lane messages may take
 /// (see `Inner::queue_bound`).
 pub(crate) const CONTROL_RESERVE: usize = 1 << 20;
@@ -53,6 +50,30 @@ pub(crate) const CONTROL_RESERVE: usize = 1 << 20;
 pub(crate) const CHANNEL_TREENET: u16 = 0;
 /// Largest channel id.
 pub(crate) const MAX_CHANNELS: usize = 64;
+/// The channel a task passes to [`Treenet::drive_until`] to deliver every
+/// channel's messages, as the engine thread does (an ION's idle zoid
+/// worker, which has nothing of its own to wait for).
+pub(crate) const ALL_CHANNELS: u16 = u16::MAX;
+
+/// Who runs an engine pass, and what it delivers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PassBy {
+    /// The engine thread: every event.
+    Thread,
+    /// A task in [`Treenet::drive_until`]: the messages of its channel at
+    /// the head of the queue ([`ALL_CHANNELS`]: every event).
+    Driver(u16),
+}
+
+impl PassBy {
+    /// The channel whose messages alone this pass delivers, if only one's.
+    fn only(self) -> Option<u16> {
+        match self {
+            PassBy::Driver(ch) if ch != ALL_CHANNELS => Some(ch),
+            _ => None,
+        }
+    }
+}
 /// Largest message size the `max_msg_size` knob accepts.
 pub(crate) const MAX_MSG_LIMIT: usize = 64 << 20;
 /// Loopback link: MTU of the in-memory wire.
@@ -1232,7 +1253,8 @@ impl Treenet {
     /// Waits until `done` is nonzero (`Ok(true)`), `timeout` jiffies passed
     /// (`Ok(false)`) or a signal (`EINTR`), doing the engine's work in this
     /// task meanwhile: frames that arrive wake it rather than the engine
-    /// thread, and it delivers messages on `channel` itself.  A caller
+    /// thread, and it delivers messages on `channel` itself (on every
+    /// channel, and peer events, for [`ALL_CHANNELS`]).  A caller
     /// waiting for a reply saves a thread switch that way.  `EBUSY` if
     /// another task drives, or this one has too little stack left for an
     /// engine pass: the caller waits its usual way.
@@ -1280,7 +1302,7 @@ impl Treenet {
             let kicked = driving.wait(done, ns_to_jiffies(end.saturating_sub(now_ns())));
             if kicked {
                 count(&self.stats.drive_passes);
-                self.pass(Some(channel));
+                self.pass(PassBy::Driver(channel));
             }
         }
     }
@@ -1300,8 +1322,8 @@ impl Treenet {
     }
 
     /// Calls upper layers for what the engine collected: everything, or
-    /// for a driving task (see [`Treenet::drive_until`]) only the
-    /// deliveries on its channel at the head of the queue.  Returns whether
+    /// for a task driving one channel (see [`Treenet::drive_until`]) only
+    /// the deliveries on its channel at the head of the queue.  Returns whether
     /// events were left (for the engine thread).
     fn flush_events(&self, only: Option<u16>) -> bool {
         let _dispatch = self.dispatch.lock();
@@ -1309,8 +1331,9 @@ impl Treenet {
             .store(kernel::task::Task::current_raw() as usize, Relaxed);
         let mut delivered = false;
         let mut left = false;
-        // A driver runs in some caller's context: it delivers to its own
-        // channel only, and in order (nothing queued before is skipped).
+        // A driver of one channel runs in some caller's context: it
+        // delivers to its own channel only, and in order (nothing queued
+        // before is skipped).
         while let Some(ch) = only {
             let (event, handler) = {
                 let mut g = self.inner.lock();
@@ -1409,10 +1432,10 @@ impl Treenet {
     }
 
     /// One engine pass; returns jiffies until the next pass is needed, and
-    /// whether there is more to do at once.  `driver`: the pass runs in a
-    /// driving task (see [`Treenet::drive_until`]) delivering on that
-    /// channel only; it wakes the engine thread for anything it leaves.
-    fn pass(&self, driver: Option<u16>) -> (usize, bool) {
+    /// whether there is more to do at once.  A pass by a driving task (see
+    /// [`Treenet::drive_until`]) wakes the engine thread for anything it
+    /// leaves.
+    fn pass(&self, by: PassBy) -> (usize, bool) {
         let asked = now_ns();
         let mut g = self.inner.lock();
         let start = now_ns();
@@ -1461,7 +1484,7 @@ impl Treenet {
                     }
                 }
             }
-            if got && driver.is_none() {
+            if got && by == PassBy::Thread {
                 self.last_rx_ns.store(now, Relaxed);
             }
             if !got || budget == 0 {
@@ -1538,7 +1561,7 @@ impl Treenet {
             &self.peaks.timers_max_us,
             delivery_from.saturating_sub(timers_from),
         );
-        let left = self.flush_events(driver);
+        let left = self.flush_events(by.only());
         let now = now_ns();
         raise_us(
             &self.peaks.deliver_max_us,
@@ -1555,16 +1578,16 @@ impl Treenet {
         // retransmission, a delayed ack) goes on the thread's timer: a
         // driving task sets it without waking the thread.  The thread sets
         // it anew whatever it was (its timer may just have fired).
-        if driver.is_none() {
+        if by == PassBy::Thread {
             g.timer_at = u64::MAX;
         }
         self.rearm(&mut g);
-        if driver.is_some() {
+        if by != PassBy::Thread {
             // Wake the thread for what this pass left (frames, events for
-            // other channels).  Events this pass delivered are not left:
-            // waking the thread for them would cost the very switch the
-            // driver saves.
-            let kick = more_work || left;
+            // other channels, events queued while it delivered).  Events
+            // this pass delivered are not left: waking the thread for them
+            // would cost the very switch the driver saves.
+            let kick = more_work || left || !g.events.is_empty();
             drop(g);
             if kick {
                 self.kicker.kick_thread();
@@ -2848,7 +2871,7 @@ impl ThreadBody for Treenet {
                     start.saturating_sub(at),
                 );
             }
-            let (wait, more) = self.pass(None);
+            let (wait, more) = self.pass(PassBy::Thread);
             let end = now_ns();
             raise_us(&self.peaks.engine_pass_max_us, end.saturating_sub(start));
             if more {

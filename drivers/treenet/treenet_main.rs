@@ -1132,7 +1132,8 @@ mod loopback_tests {
         let (net, engine) = loopback_node(f.clone())?;
         // Nothing arrives: the wait times out (10 ms) with no error.
         let t = crate::zoid_kernel::time::ms_to_jiffies(10);
-        if crate::zoid_kernel::kthread::stack_left() < crate::engine::DRIVE_STACK_MIN {
+        if crate::zoid_kernel::kthread::stack_left() < crate::zoid_kernel::kthread::DRIVE_STACK_MIN
+        {
             // Small stacks (ppc32): a task never drives.
             assert_eq!(net.drive_until(9, &f.flag, t), Err(EBUSY));
             stop(net, engine);

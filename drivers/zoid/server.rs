@@ -17,14 +17,23 @@
 //!                       zoid-w0 .. zoid-wN: dispatch, reply, done
 //! ```
 //!
+//! On an ION with no call running, one idle worker also drives treenet
+//! while it waits (`idle_drive`, [`treenet::drive_until`], as a CN's
+//! caller does for its reply): a frame wakes that worker instead of
+//! treenet's thread, the worker's engine pass delivers the call to this
+//! server, and the call it queues is the worker's own to run.  A call then
+//! costs the ION one thread switch, where the way through treenet's thread
+//! costs two.
+//!
 //! A call that blocks (a read on an empty pipe) holds one worker only: the
 //! others keep serving, so one CN's blocked call never stalls another's.
 //!
-//! A call of at most [`DIRECT_BYTES`] is checked and queued (or, if tiny
-//! and the plug-in allows it, run inline) right in treenet's delivery
-//! context when nothing waits in the inbox, saving the receive thread's
-//! wake-up; everything else, and anything behind a queued message, goes
-//! through the receive thread in arrival order.
+//! A call of at most [`DIRECT_BYTES`] (of any size in the driving idle
+//! worker) is checked and queued (or, if tiny and the plug-in allows it,
+//! run inline) right in treenet's delivery context when nothing waits in
+//! the inbox, saving the receive thread's wake-up; everything else, and
+//! anything behind a queued message, goes through the receive thread in
+//! arrival order.
 
 use crate::call_ledger::Ledgers;
 use crate::f2cn::F2cn;
@@ -33,8 +42,10 @@ use crate::stats::{Histogram, Stats};
 use crate::treenet;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
-use crate::zoid_kernel::kthread::{KThread, Kicker, ThreadBody, ThreadCtx};
-use crate::zoid_kernel::time::now_ns;
+use crate::zoid_kernel::kthread::{
+    stack_left, KThread, Kicker, ThreadBody, ThreadCtx, DRIVE_STACK_MIN,
+};
+use crate::zoid_kernel::time::{ms_to_jiffies, now_ns};
 use crate::zoid_proto::zoid::ledger::Admit;
 use crate::zoid_proto::zoid::plugin::{DispatchError, Reply};
 use crate::zoid_proto::zoid::sched::{
@@ -46,7 +57,7 @@ use crate::zoid_proto::zoid::wire::{
 };
 use crate::CHANNEL;
 use kernel::prelude::*;
-use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::atomic::{Atomic, Relaxed, Release};
 use kernel::sync::{Arc, Mutex};
 
 /// Calls queued at most (all CNs together).
@@ -55,6 +66,9 @@ pub(crate) const QUEUE_CAP: usize = 1024;
 const INITIAL_REPLY_BUF: usize = 64 * 1024;
 /// Most worker threads.
 pub(crate) const MAX_WORKERS: u32 = 64;
+/// How long an idle worker drives treenet before it looks again at
+/// whether this node is an ION (ms).
+const IDLE_DRIVE_MS: u32 = 1000;
 
 /// The server's run-time knobs (sysfs).
 pub(crate) struct ServerKnobs {
@@ -71,6 +85,9 @@ pub(crate) struct ServerKnobs {
     pub(crate) inline_bytes: Atomic<u32>,
     /// Requests up to this size are scheduled in the small class.
     pub(crate) small_bytes: Atomic<u32>,
+    /// 1: on an ION, an idle worker drives treenet (see the module's
+    /// documentation); 0: idle workers only sleep.
+    pub(crate) idle_drive: Atomic<u32>,
 }
 
 impl ServerKnobs {
@@ -82,6 +99,7 @@ impl ServerKnobs {
             max_per_cn: Atomic::new(64),
             inline_bytes: Atomic::new(256),
             small_bytes: Atomic::new(1024),
+            idle_drive: Atomic::new(1),
         }
     }
 }
@@ -114,8 +132,9 @@ struct Work {
 /// it a copy is cheaper than making and undoing a mapping.
 const MAP_BYTES: usize = 16 * 1024;
 
-// Mapping may sleep: the calls taken in treenet's delivery context are
-// always copied.
+// Mapping may sleep: the calls taken in treenet's thread's delivery
+// context are always copied (the idle worker driving treenet, which runs
+// what it takes, may map them).
 const _: () = assert!(DIRECT_BYTES < MAP_BYTES);
 
 /// A request's bytes: treenet's pages mapped, or a copy.
@@ -195,8 +214,8 @@ struct Queue {
     /// Calls by scheduler handle (index).
     slots: KVec<Option<KBox<Work>>>,
     free: KVec<u32>,
-    /// Kickers of workers waiting for work.
-    idle: KVec<Arc<Kicker>>,
+    /// Workers waiting for work.
+    idle: KVec<Arc<WorkerHandle>>,
     /// Workers running a call now.
     busy: u32,
 }
@@ -218,6 +237,9 @@ pub(crate) struct ServerCore {
     rx_kicker: Arc<Kicker>,
     #[pin]
     queue: Mutex<Queue>,
+    /// The task of the idle worker driving treenet, 0 if none does
+    /// ([`Worker::idle_wait`]; set and cleared under the queue's lock).
+    driver: Atomic<usize>,
     /// Each CN's calls running and answered lately: a copy is not run.
     pub(crate) ledger: Arc<Ledgers>,
 }
@@ -305,9 +327,13 @@ impl ServerCore {
 
     /// Takes a received message (treenet's delivery context, which
     /// treenet serialises): a small call is handled here when nothing waits
-    /// in the inbox; the rest is queued for the receive thread.
+    /// in the inbox; the rest is queued for the receive thread.  In the
+    /// idle worker that drives treenet (which has nothing else to do, and
+    /// runs the call next) a call of any size is.
     pub(crate) fn deliver(&self, src: u16, msg: treenet::Message) {
-        if msg.len() <= DIRECT_BYTES && self.inbox_pending.load(Relaxed) == 0 {
+        let here = msg.len() <= DIRECT_BYTES
+            || self.driver.load(Relaxed) == kernel::task::Task::current_raw() as usize;
+        if here && self.inbox_pending.load(Relaxed) == 0 {
             if let Some(hdr) = header_of(&msg).filter(|h| h.kind == MsgKind::Call) {
                 self.stats.c.calls_direct.fetch_add(1, Relaxed);
                 self.count_received(&msg);
@@ -576,9 +602,7 @@ impl ServerCore {
                     };
                     match q.sched.enqueue(call) {
                         Ok(()) => {
-                            if let Some(k) = q.idle.pop() {
-                                k.kick();
-                            }
+                            q.give_to_idle_worker(&self.stats, self.driver.load(Relaxed));
                             None
                         }
                         Err(_) => {
@@ -597,6 +621,29 @@ impl ServerCore {
 }
 
 impl Queue {
+    /// Hands a call just queued to an idle worker: the one driving treenet,
+    /// which runs it next with no wake-up if it received the call in its
+    /// own engine pass (it is the current task), and which stops driving
+    /// then (while a call runs, treenet's own thread, at its higher
+    /// priority, does the receive work); else the worker that went idle
+    /// last.
+    fn give_to_idle_worker(&mut self, stats: &Stats, driver: usize) {
+        let at = match self.idle.iter().rposition(|h| h.is_current()) {
+            Some(i) => {
+                stats.c.calls_to_driver.fetch_add(1, Relaxed);
+                Some(i)
+            }
+            None => self
+                .idle
+                .iter()
+                .rposition(|h| driver != 0 && h.task.load(Relaxed) == driver)
+                .or(self.idle.len().checked_sub(1)),
+        };
+        if let Some(w) = at.and_then(|i| self.idle.remove(i).ok()) {
+            w.give_call();
+        }
+    }
+
     fn store(&mut self, work: KBox<Work>) -> Result<u32> {
         if let Some(h) = self.free.pop() {
             self.slots[h as usize] = Some(work);
@@ -784,11 +831,49 @@ impl ThreadBody for Receiver {
     }
 }
 
+/// How the queue and the pool reach one worker.
+struct WorkerHandle {
+    kicker: Kicker,
+    /// Set when the worker, idle, is handed a call (it drives treenet
+    /// until then, see [`Worker::idle_wait`]).
+    called: Atomic<u32>,
+    /// Set once the worker is being stopped: it no longer goes idle.
+    stopping: Atomic<u32>,
+    /// The worker's task (`Task::current_raw`), 0 until it runs.
+    task: Atomic<usize>,
+}
+
+impl WorkerHandle {
+    fn new() -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                kicker: Kicker::new()?,
+                called: Atomic::new(0),
+                stopping: Atomic::new(0),
+                task: Atomic::new(0),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Wakes the worker for a call queued for it: out of a sleep, or out
+    /// of driving treenet.
+    fn give_call(&self) {
+        self.called.store(1, Release);
+        self.kicker.kick();
+    }
+
+    /// Whether the current task is this worker.
+    fn is_current(&self) -> bool {
+        self.task.load(Relaxed) == kernel::task::Task::current_raw() as usize
+    }
+}
+
 /// One worker thread's body.
 #[pin_data]
 struct Worker {
     core: Arc<ServerCore>,
-    kicker: Arc<Kicker>,
+    handle: Arc<WorkerHandle>,
     #[pin]
     reply: Mutex<KVVec<u8>>,
 }
@@ -798,13 +883,14 @@ impl Worker {
         let mut q = self.core.queue.lock();
         loop {
             let Some(call) = q.sched.next() else {
-                if !q.idle.iter().any(|k| Arc::ptr_eq(k, &self.kicker)) {
-                    let _ = q.idle.push(self.kicker.clone(), GFP_KERNEL);
+                let me = &self.handle;
+                if me.stopping.load(Relaxed) == 0 && !q.idle.iter().any(|h| Arc::ptr_eq(h, me)) {
+                    let _ = q.idle.push(me.clone(), GFP_KERNEL);
                 }
                 return None;
             };
             if let Some(w) = q.release(call.handle) {
-                q.idle.retain(|k| !Arc::ptr_eq(k, &self.kicker));
+                q.idle.retain(|h| !Arc::ptr_eq(h, &self.handle));
                 q.busy += 1;
                 return Some((call, w));
             }
@@ -812,17 +898,81 @@ impl Worker {
             q.sched.done(call.cn);
         }
     }
+
+    /// Waits, idle, until a call is given to this worker (or a kick).  On
+    /// an ION whose workers are all idle, one of them drives treenet
+    /// meanwhile: the frames of the next call wake this worker rather than
+    /// treenet's thread, and the call its pass delivers is queued for it
+    /// ([`Queue::give_to_idle_worker`]).  A CN's server gets no calls, and
+    /// there its callers should drive; so the role is checked again every
+    /// [`IDLE_DRIVE_MS`].
+    fn idle_wait(&self, ctx: &ThreadCtx<'_>) {
+        let me = &self.handle;
+        let core = &self.core;
+        let drive = core.knobs.idle_drive.load(Relaxed) != 0
+            && me.stopping.load(Relaxed) == 0
+            && stack_left() >= DRIVE_STACK_MIN
+            && is_ion()
+            && {
+                let q = core.queue.lock();
+                let free = q.busy == 0 && q.sched.queued() == 0;
+                free && core
+                    .driver
+                    .cmpxchg(0, me.task.load(Relaxed), Relaxed)
+                    .is_ok()
+            };
+        if drive {
+            let slice = ms_to_jiffies(IDLE_DRIVE_MS.into());
+            let driven = treenet::drive_until(treenet::ALL_CHANNELS, &me.called, slice);
+            {
+                let _q = core.queue.lock();
+                core.driver.store(0, Relaxed);
+            }
+            if driven.is_ok() {
+                core.stats.c.idle_drives.fetch_add(1, Relaxed);
+                return;
+            }
+        }
+        ctx.wait(usize::MAX);
+    }
+
+    /// Makes the worker stop going idle and ends a drive of its: called
+    /// before the thread is stopped, which a drive would not notice.
+    fn stop_soon(&self) {
+        self.handle.stopping.store(1, Relaxed);
+        self.core
+            .queue
+            .lock()
+            .idle
+            .retain(|h| !Arc::ptr_eq(h, &self.handle));
+        self.handle.give_call();
+    }
+}
+
+/// Whether this node is its pset's ION.
+fn is_ion() -> bool {
+    matches!((treenet::ion(), treenet::node_id()), (Ok(ion), Ok(me)) if ion == me)
 }
 
 impl ThreadBody for Worker {
     fn kicker(&self) -> &Kicker {
-        &self.kicker
+        &self.handle.kicker
     }
 
     fn run(&self, ctx: &ThreadCtx<'_>) {
+        self.handle
+            .task
+            .store(kernel::task::Task::current_raw() as usize, Relaxed);
         while !ctx.should_stop() {
-            let Some((call, work)) = self.take() else {
+            if self.handle.stopping.load(Relaxed) != 0 {
                 ctx.wait(usize::MAX);
+                continue;
+            }
+            // Cleared before looking at the queue, and set under its lock by
+            // whoever hands this worker a call after that: never missed.
+            self.handle.called.store(0, Relaxed);
+            let Some((call, work)) = self.take() else {
+                self.idle_wait(ctx);
                 continue;
             };
             self.core
@@ -903,6 +1053,7 @@ impl Server {
                     idle: KVec::new(),
                     busy: 0,
                 }, "zoid::queue"),
+                driver: Atomic::new(0),
                 ledger,
             }? Error),
             GFP_KERNEL,
@@ -936,11 +1087,11 @@ impl Server {
         }
         let mut workers = self.workers.lock();
         while workers.len() < n as usize {
-            let kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
+            let handle = WorkerHandle::new()?;
             let body = Arc::pin_init(
                 pin_init!(Worker {
                     core: self.core.clone(),
-                    kicker,
+                    handle,
                     reply <- kernel::new_mutex!(KVVec::new(), "zoid::reply"),
                 }),
                 GFP_KERNEL,
@@ -949,12 +1100,7 @@ impl Server {
         }
         while workers.len() > n as usize {
             let Some(w) = workers.pop() else { break };
-            let kicker = w.body().kicker.clone();
-            self.core
-                .queue
-                .lock()
-                .idle
-                .retain(|k| !Arc::ptr_eq(k, &kicker));
+            w.body().stop_soon();
             drop(w);
         }
         self.core.knobs.workers.store(n, Relaxed);
@@ -983,7 +1129,12 @@ impl PinnedDrop for Server {
     fn drop(self: Pin<&mut Self>) {
         // Workers first (they may send), then the receiver; queued calls
         // are freed with the queue.
-        self.workers.lock().clear();
+        let mut workers = self.workers.lock();
+        for w in workers.iter() {
+            w.body().stop_soon();
+        }
+        workers.clear();
+        drop(workers);
         // SAFETY: `receiver` is not structurally pinned.
         unsafe { self.get_unchecked_mut() }.receiver.take();
     }

@@ -22,6 +22,8 @@ counters! {
         calls_done: "ION: calls executed (reply sent or suppressed).",
         calls_inline: "ION: calls run in the receive path (inline_bytes).",
         calls_direct: "ION: calls taken in treenet's delivery context (no receive-thread hop).",
+        idle_drives: "ION: idle waits of a worker that drove treenet (idle_drive) and ended with a call or its time slice.",
+        calls_to_driver: "ION: calls received by the idle worker driving treenet, which ran them itself (no thread woken).",
         calls_dropped: "ION: queued calls dropped (their CN went away).",
         refused_foreign: "ION: messages refused from nodes outside the pset.",
         malformed: "Messages rejected as malformed.",

@@ -216,6 +216,11 @@ impl Drop for Driving<'_> {
     }
 }
 
+/// Stack a task must have left to run a treenet engine pass while it waits
+/// (`treenet_drive_until`: the engine thread has a whole stack to itself; a
+/// deep caller, or any caller on a small-stack architecture, waits for it).
+pub(crate) const DRIVE_STACK_MIN: usize = 10 * 1024;
+
 /// Bytes of kernel stack left below the caller.
 pub(crate) fn stack_left() -> usize {
     // SAFETY: no preconditions; reads the current task's stack bounds.

@@ -36,6 +36,12 @@ if [ "$ZOID_ROLE" = ion ]; then
   [ "$(zstat process_exits)" -ge 1 ] || { zdiag; exit 1; }
   [ "$(zstat cancels)" -ge 1 ] || { zdiag; exit 1; }
   grep -q "^ztest.null " $Z/calls
+  # An idle worker drives treenet on an ION whose stacks allow it (not
+  # ppc32's 8 KiB) and runs the calls its own pass received.
+  if [ "$(uname -m)" = x86_64 ]; then
+    [ "$(zstat idle_drives)" -ge 1 ] && [ "$(zstat calls_to_driver)" -ge 1 ] ||
+      { echo "no call reached a driving worker"; zdiag; exit 1; }
+  fi
   # zoid-stat: once, and periodically with rates.
   /zoid/bin/zoid-stat | grep -q "^calls_done [1-9]"
   /zoid/bin/zoid-stat 1 1 | grep -q "^calls_done [0-9]* +0.0/s"
@@ -69,6 +75,11 @@ if [ "$ZOID_ROLE" = ion ]; then
   echo 4 > $Z/workers
   # Tiny calls of functions that never block run in the receive thread.
   echo 256 > $Z/inline_bytes
+  # Without idle_drive no worker drives: calls come through treenet's thread.
+  ! echo 2 > $Z/idle_drive 2>/dev/null
+  echo 0 > $Z/idle_drive
+  sleep 2   # a drive under way ends within its slice of 1 s
+  zstat calls_to_driver > /tmp/to-driver
 fi
 barrier 806
 if [ "$ZOID_ROLE" = cn ]; then
@@ -79,6 +90,9 @@ barrier 807
 if [ "$ZOID_ROLE" = ion ]; then
   [ "$(zstat calls_inline)" -ge 5 ] || { zdiag; exit 1; }
   echo 0 > $Z/inline_bytes
+  [ "$(zstat calls_to_driver)" = "$(cat /tmp/to-driver)" ] ||
+    { echo "a worker drove with idle_drive 0"; zdiag; exit 1; }
+  echo 1 > $Z/idle_drive
 fi
 barrier 808
 # Deferred replies: the first `meet` call of a pair is answered later, by
