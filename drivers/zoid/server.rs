@@ -857,10 +857,13 @@ impl WorkerHandle {
     }
 
     /// Wakes the worker for a call queued for it: out of a sleep, or out
-    /// of driving treenet.
+    /// of driving treenet (the worker itself, which gave itself a call in
+    /// its own pass, needs no wake-up).
     fn give_call(&self) {
         self.called.store(1, Release);
-        self.kicker.kick();
+        if !self.is_current() {
+            self.kicker.kick();
+        }
     }
 
     /// Whether the current task is this worker.
@@ -963,11 +966,9 @@ impl ThreadBody for Worker {
         self.handle
             .task
             .store(kernel::task::Task::current_raw() as usize, Relaxed);
+        // A stopping worker still runs what is queued (a call may have been
+        // given to it just before); it only no longer goes idle or drives.
         while !ctx.should_stop() {
-            if self.handle.stopping.load(Relaxed) != 0 {
-                ctx.wait(usize::MAX);
-                continue;
-            }
             // Cleared before looking at the queue, and set under its lock by
             // whoever hands this worker a call after that: never missed.
             self.handle.called.store(0, Relaxed);
@@ -1102,6 +1103,12 @@ impl Server {
             let Some(w) = workers.pop() else { break };
             w.body().stop_soon();
             drop(w);
+            // A call given to it that it did not take before it stopped
+            // goes to another worker.
+            let mut q = self.core.queue.lock();
+            if q.sched.queued() > 0 {
+                q.give_to_idle_worker(&self.core.stats, self.core.driver.load(Relaxed));
+            }
         }
         self.core.knobs.workers.store(n, Relaxed);
         Ok(())

@@ -69,14 +69,15 @@ if [ "$ZOID_ROLE" = ion ]; then
   [ "$(zstat e2big)" -ge 1 ] || { zdiag; exit 1; }
   echo $((4 * 1024 * 1024 + 1024)) > $Z/max_request
   # Bad knob values are refused.
-  ! echo 0 > $Z/workers 2>/dev/null
-  ! echo 65 > $Z/workers 2>/dev/null
+  # (`! cmd` never ends a `sh -e` script: test with `if`.)
+  if echo 0 > $Z/workers 2>/dev/null; then echo "workers 0 taken"; exit 1; fi
+  if echo 65 > $Z/workers 2>/dev/null; then echo "workers 65 taken"; exit 1; fi
   echo 2 > $Z/workers; [ "$(cat $Z/workers)" = 2 ]
   echo 4 > $Z/workers
   # Tiny calls of functions that never block run in the receive thread.
   echo 256 > $Z/inline_bytes
   # Without idle_drive no worker drives: calls come through treenet's thread.
-  ! echo 2 > $Z/idle_drive 2>/dev/null
+  if echo 2 > $Z/idle_drive 2>/dev/null; then echo "idle_drive 2 taken"; exit 1; fi
   echo 0 > $Z/idle_drive
   sleep 2   # a drive under way ends within its slice of 1 s
   zstat calls_to_driver > /tmp/to-driver
