@@ -19,4 +19,4 @@ echo 0 > $T/drop_ppm; echo 0 > $T/dup_ppm; echo 0 > $T/reorder_ppm
 echo 0 > $T/packet_size
 [ "$(stat retransmits)" -gt 0 ] || { echo "no retransmissions under 5% loss"; exit 1; }
 echo loopback > $T/unbind
-! grep -q '^loopback ' $T/links
+! grep -q '^loopback ' $T/links || { echo "should have failed: grep -q '^loopback ' \$T/links"; exit 1; }

@@ -19,7 +19,7 @@ done
 barrier 660
 echo $KEY > $T/auth_key
 [ "$(cat $T/auth_key)" = on ]
-! grep -q 0011 $T/auth_key
+! grep -q 0011 $T/auth_key || { echo "should have failed: grep -q 0011 \$T/auth_key"; exit 1; }
 # Frames refused while the nodes switch are sent again: nothing is lost.
 # The count starts once every node has the key: until then a node that
 # has it refuses the untagged hellos and acks of one that has not yet

@@ -15,7 +15,7 @@ if [ "$ZOID_ROLE" = ion ]; then
     mkfifo -m 666 /export/cn$i/fifo
   done
   echo "written on the ion" > /export/hello
-  ! echo relative/path > $Z/export 2>/dev/null
+  ! echo relative/path > $Z/export 2>/dev/null || { echo "should have failed: echo relative/path > \$Z/export"; exit 1; }
   echo /export > $Z/export
   [ "$(cat $Z/export)" = /export ]
   [ "$(cat $Z/root_squash)" = 1 ]
@@ -53,8 +53,8 @@ if [ "$ZOID_ROLE" = ion ]; then
   printf 'uid 0 4242\ngid 0 4343 1\n' > $Z/idmap
   grep -qx "uid 0 4242 1" $Z/idmap && grep -qx "gid 0 4343 1" $Z/idmap
   grep -qx "unmapped pass" $Z/idmap
-  ! echo "uid 0 1" > $Z/idmap 2>/dev/null        # overlaps: refused
-  ! echo "uid 1 2 3 4" > $Z/idmap 2>/dev/null    # malformed: refused
+  ! echo "uid 0 1" > $Z/idmap 2>/dev/null || { echo "should have failed: echo 'uid 0 1' > \$Z/idmap"; exit 1; }        # overlaps: refused
+  ! echo "uid 1 2 3 4" > $Z/idmap 2>/dev/null || { echo "should have failed: echo 'uid 1 2 3 4' > \$Z/idmap"; exit 1; }    # malformed: refused
   [ "$(grep -c . $Z/idmap)" = 3 ]
 fi
 barrier 8231

@@ -23,7 +23,7 @@ echo "$1 id=$ZOID_JOB_ID exec=$ZOID_JOB_EXEC args=$ZOID_JOB_ARGS global=$ZOID_JO
 SCRIPT
   chmod 755 /tmp/job.sh
   rm -f $LOG
-  ! echo relative.sh > $Z/job_script 2>/dev/null
+  ! echo relative.sh > $Z/job_script 2>/dev/null || { echo "should have failed: echo relative.sh > \$Z/job_script"; exit 1; }
   echo /tmp/job.sh > $Z/job_script
   [ "$(cat $Z/job_script)" = /tmp/job.sh ]
 fi

@@ -20,10 +20,10 @@ if [ "$ZOID_ROLE" = ion ]; then
   mkdir -p /zfs-named && echo "in the named export" > /zfs-named/n
   echo "scratch /zfs-named" > $Z/zoidfs_exports
   grep -q "^scratch /zfs-named [0-9a-f]\{8\}$" $Z/zoidfs_exports
-  ! echo "scratch /zfs-named" > $Z/zoidfs_exports 2>/dev/null     # taken
-  ! echo "bad/name /zfs-named" > $Z/zoidfs_exports 2>/dev/null
-  ! echo "other relative" > $Z/zoidfs_exports 2>/dev/null
-  ! echo "-nosuch" > $Z/zoidfs_exports 2>/dev/null
+  ! echo "scratch /zfs-named" > $Z/zoidfs_exports 2>/dev/null || { echo "should have failed: echo 'scratch /zfs-named' > \$Z/zoidfs_exports"; exit 1; }     # taken
+  ! echo "bad/name /zfs-named" > $Z/zoidfs_exports 2>/dev/null || { echo "should have failed: echo 'bad/name /zfs-named' > \$Z/zoidfs_exports"; exit 1; }
+  ! echo "other relative" > $Z/zoidfs_exports 2>/dev/null || { echo "should have failed: echo 'other relative' > \$Z/zoidfs_exports"; exit 1; }
+  ! echo "-nosuch" > $Z/zoidfs_exports 2>/dev/null || { echo "should have failed: echo '-nosuch' > \$Z/zoidfs_exports"; exit 1; }
 fi
 barrier 870
 if [ "$ZOID_ROLE" = cn ]; then

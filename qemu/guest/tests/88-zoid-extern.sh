@@ -9,7 +9,7 @@ echo 600000 > $Z/timeout_ms
 if [ "$ZOID_ROLE" = ion ]; then
   # Whatever happens, leave zoid free of users for the suite's unload.
   trap 'rmmod zoid_sample 2>/dev/null || true' EXIT
-  ! grep -q "^sample " $Z/modules
+  ! grep -q "^sample " $Z/modules || { echo "should have failed: grep -q '^sample ' \$Z/modules"; exit 1; }
   insmod /lib/zoid/zoid_sample.ko
   grep -q "^sample 16 on$" $Z/modules || { zdiag; exit 1; }
 fi
@@ -27,7 +27,7 @@ if [ "$ZOID_ROLE" = ion ]; then
   echo -sample > $Z/modules
   grep -q "^sample 16 off$" $Z/modules
   rmmod zoid_sample
-  ! grep -q "^sample " $Z/modules
+  ! grep -q "^sample " $Z/modules || { echo "should have failed: grep -q '^sample ' \$Z/modules"; exit 1; }
 fi
 barrier 882
 if [ "$ZOID_ROLE" = cn ]; then

@@ -58,9 +58,9 @@ if [ "$ZOID_ROLE" = cn ]; then
   mount -t zoidfs -o soft,timeo=600 zoidfs $M
   # Busy: umount refused while a shell sits in the mount; rmmod refused.
   (cd $M && sleep 3) & sleep 1
-  ! umount $M 2>/dev/null
+  ! umount $M 2>/dev/null || { echo "should have failed: umount \$M"; exit 1; }
   wait
-  ! rmmod zoidfs 2>/dev/null
+  ! rmmod zoidfs 2>/dev/null || { echo "should have failed: rmmod zoidfs"; exit 1; }
   grep -q "^zoidfs " /proc/modules
   # For the other CNs: a file, and 40 appends each to one log.
   echo "from cn$ZOID_NODE_ID" > $M/note-$ZOID_NODE_ID
@@ -92,7 +92,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   [ "$ZOID_CNS" = 1 ] || ls $M | grep -q "^note-$ZOID_CNS$" ||
     { echo "note-$ZOID_CNS gone on cn$ZOID_NODE_ID"; ls $M; exit 1; }
   umount $M
-  ! grep -q " $M " /proc/mounts
+  ! grep -q " $M " /proc/mounts || { echo "should have failed: grep -q ' \$M ' /proc/mounts"; exit 1; }
   nonzero "zoidfs stats" $ZFS/stats
   [ "$(counter $ZFS/stats estale)" = 0 ]
 fi
