@@ -14,6 +14,8 @@
 #   WORKLOADS="treenet_1m zoidfs_write_1m zoidfs_read_1m" scripts/bench-profile.sh
 #   BUSY_POLL_US=5000 WORKLOADS="tcp_rtt treenet_rtt" scripts/bench-profile.sh
 #     (both nodes busy-poll, so idle time no longer hides a round trip's work)
+#   RTT_OPS=20000 WORKLOADS="zoid_null fwd_null" scripts/bench-profile.sh
+#     (more round trips, so more samples)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -26,6 +28,7 @@ rm -rf "$log"
 env="TOP=${TOP:-40}"
 [ -n "${WORKLOADS:-}" ] && env="$env WORKLOADS='$WORKLOADS'"
 [ -n "${BUSY_POLL_US:-}" ] && env="$env BUSY_POLL_US='$BUSY_POLL_US'"
+[ -n "${RTT_OPS:-}" ] && env="$env RTT_OPS='$RTT_OPS'"
 rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor "${FLAVOR:-release}" --cns 1 --log "$log" \
   --add "$tcpbench:/zoid/bench/tcpbench" \

@@ -137,6 +137,10 @@ pub(crate) struct Knobs {
     /// Whether frames to neighbours that accept it carry the XXH64
     /// checksum of wire version 2 (1) or always CRC-32C (0).
     pub(crate) fast_checksum: Atomic<u32>,
+    /// Whether the frames of one engine pass or one send go to the device
+    /// driver together (1: one notification of the device per batch, no
+    /// qdisc per frame) or each on its own through the qdisc (0).
+    pub(crate) tx_batch: Atomic<u32>,
     /// Upper RTO bound (ms).
     pub(crate) rto_max_ms: Atomic<u32>,
     /// Busy polling (µs; 0: off): a task waiting for a reply polls the
@@ -182,6 +186,7 @@ impl Knobs {
             ack_delay_us: Atomic::new(2000),
             piggyback_acks: Atomic::new(1),
             fast_checksum: Atomic::new(1),
+            tx_batch: Atomic::new(1),
             rto_max_ms: Atomic::new(2000),
             busy_poll_us: Atomic::new(0),
             peer_timeout_ms: Atomic::new(5000),
@@ -257,6 +262,9 @@ counters! {
         inject_reorder: "Frames reordered by fault injection.",
         inject_deaf: "Data and ack frames dropped on receive by fault injection (deaf_ppm).",
         tx_errors: "Frames the device refused.",
+        tx_batches: "Batches of frames handed to a device driver at once (tx_batch).",
+        tx_batch_frames: "Frames in those batches.",
+        tx_batch_via_qdisc: "Frames of batches that went through the device's qdisc instead (it had frames queued, or the driver was busy).",
     }
 }
 
@@ -1202,8 +1210,10 @@ impl Treenet {
         // looped-back frames (a thread switch per message saved).  The
         // frames' retransmission deadline, or the ack a frame took along,
         // only moves its timer.
+        let held = g.hold_tx(&self.knobs);
         let more = g.transmit(&self.knobs, &self.stats);
         g.flush_held(&self.stats);
+        g.flush_tx(&self.stats, held);
         self.rearm(&mut g);
         let kick = more || !g.loop_frames.is_empty();
         drop(g);
@@ -1503,6 +1513,10 @@ impl Treenet {
         }
         let more_rx = budget == 0;
         let timers_from = now_ns();
+        // What this part of the pass sends (hellos, grants,
+        // retransmissions, the windows' new frames) goes to the driver as
+        // one batch.
+        let held = g.hold_tx(k);
         // Timers: hellos, dead neighbours, retransmissions.
         let timeout_ns = u64::from(k.peer_timeout_ms.load(Relaxed)) * 1_000_000;
         let hello_every = (timeout_ns / 4).max(10_000_000);
@@ -1554,6 +1568,7 @@ impl Treenet {
         }
         let more_tx = g.transmit(k, s);
         g.flush_held(s);
+        g.flush_tx(s, held);
         let more_work = more_rx || more_tx || !g.loop_frames.is_empty();
         drop(g);
         let delivery_from = now_ns();
@@ -1974,6 +1989,41 @@ impl Inner {
         // A held frame goes out after the one that overtook it.
         if let Some((hl, hm, hf)) = self.held.take() {
             self.wire_send(s, hl, &hm, hf);
+        }
+    }
+
+    /// With `tx_batch` on, holds the frames sent from here on until
+    /// [`Inner::flush_tx`] (see [`NetLink::hold`]); returns whether it did.
+    /// Nothing in between may return early.
+    fn hold_tx(&mut self, k: &Knobs) -> bool {
+        if k.tx_batch.load(Relaxed) == 0 {
+            return false;
+        }
+        for l in self.links.iter().flatten() {
+            if let Link::Net(n) = l {
+                n.hold();
+            }
+        }
+        true
+    }
+
+    /// Sends what [`Inner::hold_tx`] held (`held`: what it returned).
+    fn flush_tx(&mut self, s: &Stats, held: bool) {
+        if !held {
+            return;
+        }
+        for l in self.links.iter().flatten() {
+            if let Link::Net(n) = l {
+                let (direct, via_qdisc) = n.flush();
+                if direct > 0 {
+                    count(&s.tx_batches);
+                    s.tx_batch_frames.fetch_add(u64::from(direct), Relaxed);
+                }
+                if via_qdisc > 0 {
+                    s.tx_batch_via_qdisc
+                        .fetch_add(u64::from(via_qdisc), Relaxed);
+                }
+            }
         }
     }
 

@@ -405,6 +405,7 @@ knob!(
 // 1: frames to neighbours that accept it carry XXH64 (wire version 2,
 // cheaper than CRC-32C in software); 0: always CRC-32C (for comparison).
 knob!(show_fast_checksum, store_fast_checksum, fast_checksum, 0, 1);
+knob!(show_tx_batch, store_tx_batch, tx_batch, 0, 1);
 
 // Busy polling (µs, 0: off, at most 100 ms): waiting tasks and the engine
 // thread poll the device instead of sleeping for an interrupt.
@@ -439,7 +440,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 35] = [
+static ATTRS: [Attribute<Ctx>; 36] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -460,6 +461,7 @@ static ATTRS: [Attribute<Ctx>; 35] = [
     Attribute::rw(c"ack_delay_us", show_ack_delay, store_ack_delay),
     Attribute::rw(c"piggyback_acks", show_piggyback_acks, store_piggyback_acks),
     Attribute::rw(c"fast_checksum", show_fast_checksum, store_fast_checksum),
+    Attribute::rw(c"tx_batch", show_tx_batch, store_tx_batch),
     Attribute::rw(c"busy_poll_us", show_busy_poll_us, store_busy_poll_us),
     Attribute::rw(c"engine_nice", show_engine_nice, store_engine_nice),
     Attribute::rw(c"peer_timeout_ms", show_peer_timeout, store_peer_timeout),

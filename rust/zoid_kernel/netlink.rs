@@ -49,6 +49,8 @@ extern "C" {
     fn zk_netlink_tx_alloc(l: *mut RawNetLink, len: c_uint, data: *mut *mut u8) -> *mut RawSkb;
     fn zk_netlink_tx(l: *mut RawNetLink, skb: *mut RawSkb, dst: *const u8) -> c_int;
     fn zk_netlink_tx_discard(skb: *mut RawSkb);
+    fn zk_netlink_tx_hold(l: *mut RawNetLink);
+    fn zk_netlink_tx_flush(l: *mut RawNetLink, via_qdisc: *mut c_uint) -> c_uint;
     fn zk_skb_napi_id(skb: *const RawSkb) -> c_uint;
     fn zk_busy_poll(napi_id: c_uint, t: *mut RawThread, done: *const u32, until_ns: u64) -> bool;
 }
@@ -144,6 +146,26 @@ impl NetLink {
     pub(crate) fn tx_errors(&self) -> u64 {
         // SAFETY: `raw` is live while `self` is.
         unsafe { zk_netlink_tx_errors(self.raw.as_ptr()) }
+    }
+
+    /// Holds the frames [`NetLink::send`] sends from now on, until
+    /// [`NetLink::flush`]: they go to the driver together, so that it
+    /// notifies its device once for all of them.  The owner serialises
+    /// `hold`, `send` and `flush` (`&self` methods, called under its lock).
+    pub(crate) fn hold(&self) {
+        // SAFETY: `raw` is live while `self` is.
+        unsafe { zk_netlink_tx_hold(self.raw.as_ptr()) }
+    }
+
+    /// Sends the frames held since [`NetLink::hold`] and stops holding.
+    /// Returns how many went to the driver directly and how many through
+    /// the device's qdisc (which it had frames queued, or the driver was
+    /// busy).
+    pub(crate) fn flush(&self) -> (u32, u32) {
+        let mut via_qdisc: c_uint = 0;
+        // SAFETY: `raw` is live while `self` is; `via_qdisc` is writable.
+        let direct = unsafe { zk_netlink_tx_flush(self.raw.as_ptr(), &mut via_qdisc) };
+        (direct, via_qdisc)
     }
 
     /// Sends one frame of `len` bytes to `dst`; `fill` writes its contents.

@@ -25,6 +25,8 @@
 #                          with cache=loose (caches dropped before each)
 #   zoidfs_meta            fsbench meta on the same mount: 2000 files created,
 #                          stat'ed and unlinked in one directory
+# RTT_OPS (default 2000): round trips of the *_rtt, *_null and *_meta
+# workloads (more samples for a sharper profile).
 # The output, per workload and node, between "== <workload> <node>" and
 # "== end": on the CN the workload's result, kprof's PROF lines
 # (docs/treenet.md "Where the time goes"), then what the node's counters
@@ -49,7 +51,7 @@ ops() {
   case "$1" in
     *_4k) echo 8192 ;;
     *_1m) echo 48 ;;
-    *_rtt | *_null | *_meta) echo 2000 ;;
+    *_rtt | *_null | *_meta) echo "${RTT_OPS:-2000}" ;;
     *) echo 1 ;;
   esac
 }

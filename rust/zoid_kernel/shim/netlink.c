@@ -14,6 +14,7 @@
 #include <linux/pkt_sched.h>
 #include <linux/skbuff.h>
 #include <net/busy_poll.h>
+#include <net/sch_generic.h>
 
 #include "zoid_kernel_shim.h"
 
@@ -32,6 +33,13 @@ struct zk_netlink {
 	struct zk_thread *kick;
 	atomic64_t rx_overflow;
 	atomic64_t tx_errors;
+	/*
+	 * Frames held between zk_netlink_tx_hold and zk_netlink_tx_flush,
+	 * handed to the driver together (see zk_netlink_tx_flush).  Its own
+	 * lock orders the owner against zk_netlink_release.
+	 */
+	struct sk_buff_head tx_batch;
+	bool holding;
 };
 
 static int zk_netlink_rcv(struct sk_buff *skb, struct net_device *dev,
@@ -66,6 +74,7 @@ static void zk_netlink_release(struct zk_netlink *l)
 	RCU_INIT_POINTER(l->dev, NULL);
 	synchronize_net(); /* and for transmitters */
 	skb_queue_purge(&l->rxq);
+	skb_queue_purge(&l->tx_batch); /* held frames, after their senders */
 	netdev_put(l->held, &l->tracker);
 	l->held = NULL;
 }
@@ -119,6 +128,7 @@ struct zk_netlink *zk_netlink_open(const char *ifname, u16 ethertype,
 	l->mtu = READ_ONCE(l->held->mtu);
 	RCU_INIT_POINTER(l->dev, l->held);
 	skb_queue_head_init(&l->rxq);
+	skb_queue_head_init(&l->tx_batch);
 	l->rxq_limit = rxq_limit;
 	l->kick = kick;
 	l->pt.type = htons(ethertype);
@@ -307,6 +317,11 @@ int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst)
 		atomic64_inc(&l->tx_errors);
 		return -EINVAL;
 	}
+	if (l->holding) {
+		skb_queue_tail(&l->tx_batch, skb);
+		rcu_read_unlock();
+		return 0;
+	}
 	err = dev_queue_xmit(skb);
 	rcu_read_unlock();
 	if (err != NET_XMIT_SUCCESS) {
@@ -314,6 +329,73 @@ int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst)
 		return -ENOBUFS;
 	}
 	return 0;
+}
+
+/*
+ * Frames sent from now on are held until zk_netlink_tx_flush.  The owner
+ * serialises hold, tx and flush (treenet: its engine lock).
+ */
+void zk_netlink_tx_hold(struct zk_netlink *l)
+{
+	l->holding = true;
+}
+
+/*
+ * Hands the held frames to the driver in one go, as pktgen does: under the
+ * queue's lock, each with `xmit_more` set but the last, so that a driver
+ * like virtio-net notifies the device once per batch instead of per frame,
+ * and without the qdisc's enqueue, dequeue and validation per frame.  Taps
+ * (tcpdump) still see every frame.  The qdisc is used as before when it
+ * has frames queued (ours would overtake them), when the driver's queue is
+ * stopped, and for whatever the driver does not take: it holds them until
+ * the queue wakes.  Returns how many frames went to the driver directly,
+ * and in *via_qdisc how many took the qdisc.
+ */
+unsigned int zk_netlink_tx_flush(struct zk_netlink *l, unsigned int *via_qdisc)
+{
+	struct netdev_queue *txq;
+	struct net_device *dev;
+	struct sk_buff *skb;
+	unsigned int n = 0;
+	bool more;
+
+	l->holding = false;
+	*via_qdisc = 0;
+	if (skb_queue_empty_lockless(&l->tx_batch))
+		return 0;
+	local_bh_disable();
+	dev = rcu_dereference_bh(l->dev);
+	if (!dev || !netif_running(dev)) {
+		local_bh_enable();
+		atomic64_add(skb_queue_len(&l->tx_batch), &l->tx_errors);
+		skb_queue_purge(&l->tx_batch);
+		return 0;
+	}
+	txq = netdev_get_tx_queue(dev, 0);
+	if (qdisc_is_empty(rcu_dereference_bh(txq->qdisc))) {
+		HARD_TX_LOCK(dev, txq, smp_processor_id());
+		while (!netif_xmit_frozen_or_drv_stopped(txq) &&
+		       (skb = skb_dequeue(&l->tx_batch))) {
+			skb_set_queue_mapping(skb, 0);
+			if (dev_nit_active_rcu(dev))
+				dev_queue_xmit_nit(skb, dev);
+			more = !skb_queue_empty_lockless(&l->tx_batch);
+			if (!dev_xmit_complete(netdev_start_xmit(skb, dev, txq, more))) {
+				/* Not taken (busy): to the qdisc, below. */
+				skb_queue_head(&l->tx_batch, skb);
+				break;
+			}
+			n++;
+		}
+		HARD_TX_UNLOCK(dev, txq);
+	}
+	while ((skb = skb_dequeue(&l->tx_batch))) {
+		(*via_qdisc)++;
+		if (dev_queue_xmit(skb) != NET_XMIT_SUCCESS)
+			atomic64_inc(&l->tx_errors);
+	}
+	local_bh_enable();
+	return n;
 }
 
 void zk_netlink_tx_discard(struct sk_buff *skb)
