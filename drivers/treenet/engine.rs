@@ -80,6 +80,12 @@ pub(crate) const MAX_MSG_LIMIT: usize = 64 << 20;
 const LOOPBACK_MTU: usize = 1500;
 /// Frames a link may have queued from softirq before dropping.
 const RXQ_LIMIT: u32 = 4096;
+/// Largest `tx_batch`, and its default: most frames handed to a device
+/// driver at once (virtio-net's rings hold 256).  Batches of 32 moved 64 KiB
+/// streams slower than none; docs/treenet.md, "Batched transmit".
+pub(crate) const MAX_TX_BATCH: u32 = 256;
+/// `tx_batch` at load.
+pub(crate) const DEFAULT_TX_BATCH: u32 = MAX_TX_BATCH;
 /// Frames handled per engine pass before transmitting (fairness).
 const RX_BUDGET: usize = 256;
 /// Frames one link may hand in per round of a pass (see `pass`).
@@ -137,9 +143,9 @@ pub(crate) struct Knobs {
     /// Whether frames to neighbours that accept it carry the XXH64
     /// checksum of wire version 2 (1) or always CRC-32C (0).
     pub(crate) fast_checksum: Atomic<u32>,
-    /// Whether the frames of one engine pass or one send go to the device
-    /// driver together (1: one notification of the device per batch, no
-    /// qdisc per frame) or each on its own through the qdisc (0).
+    /// Most frames of one engine pass or one send handed to the device
+    /// driver together (one notification of the device per batch, no
+    /// qdisc per frame); 0: each frame on its own through the qdisc.
     pub(crate) tx_batch: Atomic<u32>,
     /// Upper RTO bound (ms).
     pub(crate) rto_max_ms: Atomic<u32>,
@@ -186,7 +192,7 @@ impl Knobs {
             ack_delay_us: Atomic::new(2000),
             piggyback_acks: Atomic::new(1),
             fast_checksum: Atomic::new(1),
-            tx_batch: Atomic::new(1),
+            tx_batch: Atomic::new(DEFAULT_TX_BATCH),
             rto_max_ms: Atomic::new(2000),
             busy_poll_us: Atomic::new(0),
             peer_timeout_ms: Atomic::new(5000),
@@ -264,7 +270,7 @@ counters! {
         tx_errors: "Frames the device refused.",
         tx_batches: "Batches of frames handed to a device driver at once (tx_batch).",
         tx_batch_frames: "Frames in those batches.",
-        tx_batch_via_qdisc: "Frames of batches that went through the device's qdisc instead (it had frames queued, or the driver was busy).",
+        tx_batch_via_qdisc: "Frames held for a batch that went through the device's qdisc instead: it had frames queued, may not be bypassed (a shaping qdisc, egress hooks, several tx queues, no carrier), or the driver's queue was stopped or busy.",
     }
 }
 
@@ -1996,12 +2002,13 @@ impl Inner {
     /// [`Inner::flush_tx`] (see [`NetLink::hold`]); returns whether it did.
     /// Nothing in between may return early.
     fn hold_tx(&mut self, k: &Knobs) -> bool {
-        if k.tx_batch.load(Relaxed) == 0 {
+        let max = k.tx_batch.load(Relaxed);
+        if max == 0 {
             return false;
         }
         for l in self.links.iter().flatten() {
             if let Link::Net(n) = l {
-                n.hold();
+                n.hold(max);
             }
         }
         true
@@ -2014,14 +2021,14 @@ impl Inner {
         }
         for l in self.links.iter().flatten() {
             if let Link::Net(n) = l {
-                let (direct, via_qdisc) = n.flush();
-                if direct > 0 {
-                    count(&s.tx_batches);
-                    s.tx_batch_frames.fetch_add(u64::from(direct), Relaxed);
+                let b = n.flush();
+                if b.batches > 0 {
+                    s.tx_batches.fetch_add(u64::from(b.batches), Relaxed);
+                    s.tx_batch_frames.fetch_add(u64::from(b.direct), Relaxed);
                 }
-                if via_qdisc > 0 {
+                if b.via_qdisc > 0 {
                     s.tx_batch_via_qdisc
-                        .fetch_add(u64::from(via_qdisc), Relaxed);
+                        .fetch_add(u64::from(b.via_qdisc), Relaxed);
                 }
             }
         }

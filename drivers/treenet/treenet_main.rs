@@ -27,7 +27,7 @@ mod api;
 mod engine;
 mod selftest;
 
-use crate::engine::{Treenet, ENGINE_NICE};
+use crate::engine::{Treenet, ENGINE_NICE, MAX_TX_BATCH};
 use selftest::SelfTest;
 use zoid_kernel::kthread::KThread;
 use zoid_kernel::sysfs::{self, Attribute, SysfsDir, SysfsWriter};
@@ -405,7 +405,13 @@ knob!(
 // 1: frames to neighbours that accept it carry XXH64 (wire version 2,
 // cheaper than CRC-32C in software); 0: always CRC-32C (for comparison).
 knob!(show_fast_checksum, store_fast_checksum, fast_checksum, 0, 1);
-knob!(show_tx_batch, store_tx_batch, tx_batch, 0, 1);
+knob!(
+    show_tx_batch,
+    store_tx_batch,
+    tx_batch,
+    0,
+    u64::from(MAX_TX_BATCH)
+);
 
 // Busy polling (µs, 0: off, at most 100 ms): waiting tasks and the engine
 // thread poll the device instead of sleeping for an interrupt.

@@ -49,8 +49,8 @@ extern "C" {
     fn zk_netlink_tx_alloc(l: *mut RawNetLink, len: c_uint, data: *mut *mut u8) -> *mut RawSkb;
     fn zk_netlink_tx(l: *mut RawNetLink, skb: *mut RawSkb, dst: *const u8) -> c_int;
     fn zk_netlink_tx_discard(skb: *mut RawSkb);
-    fn zk_netlink_tx_hold(l: *mut RawNetLink);
-    fn zk_netlink_tx_flush(l: *mut RawNetLink, via_qdisc: *mut c_uint) -> c_uint;
+    fn zk_netlink_tx_hold(l: *mut RawNetLink, max: c_uint);
+    fn zk_netlink_tx_flush(l: *mut RawNetLink, b: *mut c_uint);
     fn zk_skb_napi_id(skb: *const RawSkb) -> c_uint;
     fn zk_busy_poll(napi_id: c_uint, t: *mut RawThread, done: *const u32, until_ns: u64) -> bool;
 }
@@ -68,10 +68,25 @@ pub(crate) struct NetLink {
     _kicker: Arc<Kicker>,
 }
 
+/// What [`NetLink::flush`] reports about the frames held since the last
+/// flush.
+pub(crate) struct TxBatches {
+    /// Batches handed to the driver directly.
+    pub(crate) batches: u32,
+    /// Frames in them.
+    pub(crate) direct: u32,
+    /// Held frames that went through the device's qdisc instead: it had
+    /// frames queued, or may not be bypassed, or the driver was busy.
+    pub(crate) via_qdisc: u32,
+}
+
 // SAFETY: the shim's functions may be called from any thread; the receive
 // queue has its own lock.
 unsafe impl Send for NetLink {}
-// SAFETY: as above; every method takes `&self` and is thread-safe in C.
+// SAFETY: as above; every method takes `&self` and is thread-safe in C
+// (the batch of held frames has its own lock, the holding flag is read and
+// written with READ_ONCE/WRITE_ONCE).  That frames sent between `hold` and
+// `flush` form one batch is up to the owner serialising them.
 unsafe impl Sync for NetLink {}
 
 impl NetLink {
@@ -149,23 +164,27 @@ impl NetLink {
     }
 
     /// Holds the frames [`NetLink::send`] sends from now on, until
-    /// [`NetLink::flush`]: they go to the driver together, so that it
-    /// notifies its device once for all of them.  The owner serialises
-    /// `hold`, `send` and `flush` (`&self` methods, called under its lock).
-    pub(crate) fn hold(&self) {
+    /// [`NetLink::flush`], and hands them to the driver `max` at a time (a
+    /// full batch goes at once), so that it notifies its device once per
+    /// batch.  The owner serialises `hold`, `send` and `flush` (`&self`
+    /// methods, called under its lock).
+    pub(crate) fn hold(&self, max: u32) {
         // SAFETY: `raw` is live while `self` is.
-        unsafe { zk_netlink_tx_hold(self.raw.as_ptr()) }
+        unsafe { zk_netlink_tx_hold(self.raw.as_ptr(), max) }
     }
 
-    /// Sends the frames held since [`NetLink::hold`] and stops holding.
-    /// Returns how many went to the driver directly and how many through
-    /// the device's qdisc (which it had frames queued, or the driver was
-    /// busy).
-    pub(crate) fn flush(&self) -> (u32, u32) {
-        let mut via_qdisc: c_uint = 0;
-        // SAFETY: `raw` is live while `self` is; `via_qdisc` is writable.
-        let direct = unsafe { zk_netlink_tx_flush(self.raw.as_ptr(), &mut via_qdisc) };
-        (direct, via_qdisc)
+    /// Sends the frames still held since [`NetLink::hold`] and stops
+    /// holding.  Returns what went out since the last flush.
+    pub(crate) fn flush(&self) -> TxBatches {
+        let mut b: [c_uint; 3] = [0; 3];
+        // SAFETY: `raw` is live while `self` is; `b` has the 3 writable
+        // values the shim fills.
+        unsafe { zk_netlink_tx_flush(self.raw.as_ptr(), b.as_mut_ptr()) };
+        TxBatches {
+            batches: b[0],
+            direct: b[1],
+            via_qdisc: b[2],
+        }
     }
 
     /// Sends one frame of `len` bytes to `dst`; `fill` writes its contents.

@@ -81,10 +81,25 @@ fi
 barrier $tag; tag=$((tag + 1))
 echo 1 > $T/fast_checksum
 
-# Frames go to the driver in batches (tx_batch=1, the default; docs/treenet.md,
-# "Batched transmit"): messages both ways check out and batches are
-# counted.  With tx_batch=0 on the CNs, they still check out and a CN
-# counts no batch.
+# Frames go to the driver in batches (tx_batch frames at most, 256 by
+# default; docs/treenet.md, "Batched transmit"): messages both ways check
+# out and batches are counted, with the default and with batches of 1.
+# With tx_batch=0 on the CNs, they still check out and a CN counts no batch.
+txb=$(cat $T/tx_batch)
+[ "$txb" = 256 ] || { echo "tx_batch $txb at load"; exit 1; }
+barrier $tag; tag=$((tag + 1))
+# Both counters from one read of the file: a hello (a batch of its own)
+# may go out between two reads.
+batches() { awk '$1 == "tx_batches" { b = $2 } $1 == "tx_batch_frames" { f = $2 } END { print b, f }' $T/stats; }
+if [ "$ZOID_NODE" = cn1 ]; then
+  set -- $(batches); b0=$1; f0=$2
+  echo 1 > $T/tx_batch
+  st send 0 65536 2 > /dev/null
+  set -- $(batches); b1=$1; f1=$2
+  echo $txb > $T/tx_batch
+  [ "$b1" -gt "$b0" ] || { echo "no batch of 1"; nonzero stats $T/stats; exit 1; }
+  [ $((f1 - f0)) = $((b1 - b0)) ] || { echo "batches of 1: $((b1 - b0)) with $((f1 - f0)) frames"; exit 1; }
+fi
 barrier $tag; tag=$((tag + 1))
 if [ "$ZOID_NODE" = cn1 ]; then
   b0=$(stat tx_batches)
@@ -103,7 +118,7 @@ fi
 barrier $tag; tag=$((tag + 1))
 [ "$(counter $T/selftest_events received_bad)" = "$badev0" ] ||
   { echo "bad messages"; nonzero events $T/selftest_events; exit 1; }
-echo 1 > $T/tx_batch
+echo $txb > $T/tx_batch
 
 # Busy polling (busy_poll_us, docs/treenet.md): with it on at every node,
 # waiting tasks and the engine threads poll the device instead of

@@ -40,6 +40,11 @@ struct zk_netlink {
 	 */
 	struct sk_buff_head tx_batch;
 	bool holding;
+	unsigned int batch_max;
+	/* Since the last zk_netlink_tx_flush: batches, and frames sent. */
+	atomic_t batches;
+	atomic_t batch_direct;
+	atomic_t batch_via_qdisc;
 };
 
 static int zk_netlink_rcv(struct sk_buff *skb, struct net_device *dev,
@@ -296,6 +301,8 @@ struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 *
 	return skb;
 }
 
+static void zk_netlink_tx_push(struct zk_netlink *l);
+
 /* Sends (and consumes) a frame from zk_netlink_tx_alloc to `dst` (a MAC). */
 int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst)
 {
@@ -317,9 +324,13 @@ int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst)
 		atomic64_inc(&l->tx_errors);
 		return -EINVAL;
 	}
-	if (l->holding) {
+	skb_reset_mac_header(skb);
+	if (READ_ONCE(l->holding)) {
 		skb_queue_tail(&l->tx_batch, skb);
 		rcu_read_unlock();
+		/* A full batch goes now: the device need not wait for the rest. */
+		if (skb_queue_len_lockless(&l->tx_batch) >= READ_ONCE(l->batch_max))
+			zk_netlink_tx_push(l);
 		return 0;
 	}
 	err = dev_queue_xmit(skb);
@@ -332,12 +343,62 @@ int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst)
 }
 
 /*
- * Frames sent from now on are held until zk_netlink_tx_flush.  The owner
- * serialises hold, tx and flush (treenet: its engine lock).
+ * Frames sent from now on are held until zk_netlink_tx_flush, and go to the
+ * driver `max` at a time (at least 1).  The owner serialises hold, tx and
+ * flush (treenet: its engine lock).
  */
-void zk_netlink_tx_hold(struct zk_netlink *l)
+void zk_netlink_tx_hold(struct zk_netlink *l, unsigned int max)
 {
-	l->holding = true;
+	WRITE_ONCE(l->batch_max, max ? max : 1);
+	WRITE_ONCE(l->holding, true);
+}
+
+/*
+ * Whether held frames may bypass the qdisc of `dev`'s one tx queue `q`:
+ * the device has carrier and one tx queue, no egress hook (tc's clsact or
+ * tcx, netfilter), and `q` is noqueue or a lockless qdisc that lets frames
+ * bypass it while it is empty (pfifo_fast, the default), whose run we then
+ * own until qdisc_run_end, as __dev_xmit_skb does for one frame.  A
+ * shaping qdisc, fq_codel, a multi-queue device or a device without
+ * carrier keeps the qdisc path.  BH disabled.
+ */
+static bool zk_netlink_direct_begin(struct net_device *dev, struct Qdisc *q)
+{
+	if (!netif_carrier_ok(dev) || READ_ONCE(dev->real_num_tx_queues) != 1)
+		return false;
+#ifdef CONFIG_NET_XGRESS
+	if (rcu_access_pointer(dev->tcx_egress))
+		return false;
+#endif
+#ifdef CONFIG_NETFILTER_EGRESS
+	if (rcu_access_pointer(dev->nf_hooks_egress))
+		return false;
+#endif
+	if (!q->enqueue)
+		return true;
+	if (!(q->flags & TCQ_F_NOLOCK) || !(q->flags & TCQ_F_CAN_BYPASS) ||
+	    !nolock_qdisc_is_empty(q) || !qdisc_run_begin(q))
+		return false;
+	/* Again under the qdisc's run lock: a requeue may have raced. */
+	if (!nolock_qdisc_is_empty(q)) {
+		qdisc_run_end(q);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Whether byte queue limits let more go to the queue now: frames sent with
+ * xmit_more are counted but do not stop it (the qdisc's bulk dequeue stops
+ * at the limit too).  What is left goes through the qdisc.
+ */
+static bool zk_netlink_bql_room(struct netdev_queue *txq)
+{
+#ifdef CONFIG_BQL
+	return dql_avail(&txq->dql) >= 0;
+#else
+	return true;
+#endif
 }
 
 /*
@@ -345,57 +406,87 @@ void zk_netlink_tx_hold(struct zk_netlink *l)
  * queue's lock, each with `xmit_more` set but the last, so that a driver
  * like virtio-net notifies the device once per batch instead of per frame,
  * and without the qdisc's enqueue, dequeue and validation per frame.  Taps
- * (tcpdump) still see every frame.  The qdisc is used as before when it
- * has frames queued (ours would overtake them), when the driver's queue is
- * stopped, and for whatever the driver does not take: it holds them until
- * the queue wakes.  Returns how many frames went to the driver directly,
- * and in *via_qdisc how many took the qdisc.
+ * (tcpdump) still see every frame.  The qdisc path is used as before where
+ * bypassing the qdisc would change what it does (zk_netlink_direct_begin:
+ * frames queued there, a shaping qdisc, egress hooks, several tx queues),
+ * when the driver's queue is stopped, and for whatever the driver does
+ * not take.
  */
-unsigned int zk_netlink_tx_flush(struct zk_netlink *l, unsigned int *via_qdisc)
+static void zk_netlink_tx_push(struct zk_netlink *l)
 {
 	struct netdev_queue *txq;
 	struct net_device *dev;
+	unsigned int n = 0, queued = 0;
 	struct sk_buff *skb;
-	unsigned int n = 0;
+	struct Qdisc *q;
+	netdev_tx_t rc;
 	bool more;
 
-	l->holding = false;
-	*via_qdisc = 0;
 	if (skb_queue_empty_lockless(&l->tx_batch))
-		return 0;
+		return;
 	local_bh_disable();
 	dev = rcu_dereference_bh(l->dev);
 	if (!dev || !netif_running(dev)) {
 		local_bh_enable();
 		atomic64_add(skb_queue_len(&l->tx_batch), &l->tx_errors);
 		skb_queue_purge(&l->tx_batch);
-		return 0;
+		return;
 	}
 	txq = netdev_get_tx_queue(dev, 0);
-	if (qdisc_is_empty(rcu_dereference_bh(txq->qdisc))) {
+	q = rcu_dereference_bh(txq->qdisc);
+	if (zk_netlink_direct_begin(dev, q)) {
 		HARD_TX_LOCK(dev, txq, smp_processor_id());
-		while (!netif_xmit_frozen_or_drv_stopped(txq) &&
+		while (!netif_xmit_frozen_or_stopped(txq) && zk_netlink_bql_room(txq) &&
 		       (skb = skb_dequeue(&l->tx_batch))) {
 			skb_set_queue_mapping(skb, 0);
 			if (dev_nit_active_rcu(dev))
 				dev_queue_xmit_nit(skb, dev);
 			more = !skb_queue_empty_lockless(&l->tx_batch);
-			if (!dev_xmit_complete(netdev_start_xmit(skb, dev, txq, more))) {
-				/* Not taken (busy): to the qdisc, below. */
+			rc = netdev_start_xmit(skb, dev, txq, more);
+			if (rc == NETDEV_TX_BUSY) {
+				/* Not taken: to the qdisc, below. */
 				skb_queue_head(&l->tx_batch, skb);
 				break;
 			}
-			n++;
+			if (rc == NETDEV_TX_OK)
+				n++;
+			else
+				atomic64_inc(&l->tx_errors);
 		}
 		HARD_TX_UNLOCK(dev, txq);
+		if (q->enqueue)
+			qdisc_run_end(q); /* lockless: nothing to free */
 	}
+	/*
+	 * The rest (the qdisc path refused above, the queue stopped, the
+	 * driver busy) through the qdisc, which holds frames until the queue
+	 * wakes.
+	 */
 	while ((skb = skb_dequeue(&l->tx_batch))) {
-		(*via_qdisc)++;
+		queued++;
 		if (dev_queue_xmit(skb) != NET_XMIT_SUCCESS)
 			atomic64_inc(&l->tx_errors);
 	}
 	local_bh_enable();
-	return n;
+	if (n) {
+		atomic_inc(&l->batches);
+		atomic_add(n, &l->batch_direct);
+	}
+	atomic_add(queued, &l->batch_via_qdisc);
+}
+
+/*
+ * Sends what is still held and stops holding.  Returns, since the last
+ * flush, in b[0] the batches handed to the driver directly, in b[1] their
+ * frames and in b[2] the held frames that took the qdisc.
+ */
+void zk_netlink_tx_flush(struct zk_netlink *l, unsigned int *b)
+{
+	WRITE_ONCE(l->holding, false);
+	zk_netlink_tx_push(l);
+	b[0] = atomic_xchg(&l->batches, 0);
+	b[1] = atomic_xchg(&l->batch_direct, 0);
+	b[2] = atomic_xchg(&l->batch_via_qdisc, 0);
 }
 
 void zk_netlink_tx_discard(struct sk_buff *skb)

@@ -56,8 +56,8 @@ u64 zk_netlink_tx_errors(const struct zk_netlink *l);
 struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 **data);
 int zk_netlink_tx(struct zk_netlink *l, struct sk_buff *skb, const u8 *dst);
 void zk_netlink_tx_discard(struct sk_buff *skb);
-void zk_netlink_tx_hold(struct zk_netlink *l);
-unsigned int zk_netlink_tx_flush(struct zk_netlink *l, unsigned int *via_qdisc);
+void zk_netlink_tx_hold(struct zk_netlink *l, unsigned int max);
+void zk_netlink_tx_flush(struct zk_netlink *l, unsigned int *b);
 unsigned int zk_skb_napi_id(const struct sk_buff *skb);
 bool zk_busy_poll(unsigned int napi_id, struct zk_thread *t, const u32 *done,
 		  u64 until_ns);
