@@ -35,8 +35,8 @@ struct zk_netlink {
 	atomic64_t tx_errors;
 	/*
 	 * Frames held between zk_netlink_tx_hold and zk_netlink_tx_flush,
-	 * handed to the driver together (see zk_netlink_tx_flush).  Its own
-	 * lock orders the owner against zk_netlink_release.
+	 * handed to the driver `batch_max` at a time (zk_netlink_tx_push).
+	 * Its own lock orders the owner against zk_netlink_release.
 	 */
 	struct sk_buff_head tx_batch;
 	bool holding;
