@@ -99,6 +99,25 @@ const TX_BUDGET: usize = 128;
 /// emulation does) held them past the senders' retransmission timeouts,
 /// and the retransmissions it drew made every later pass longer still.
 const PASS_TIME_NS: u64 = 2_000_000;
+
+/// Lines [`Inner::log_refused_tag`] writes per window at most.
+const REFUSED_LOG_BURST: u32 = 5;
+
+/// [`REFUSED_LOG_BURST`]'s window.
+const REFUSED_LOG_WINDOW_NS: u64 = 10_000_000_000;
+
+/// A node id after a space, or nothing (log lines).
+struct OptNode(Option<u16>);
+
+impl kernel::fmt::Display for OptNode {
+    fn fmt(&self, f: &mut kernel::fmt::Formatter<'_>) -> kernel::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, " {n}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Frames after which an ack goes without waiting for `ack_delay_us`: a
 /// quarter of this node's window, from 2 to 16 frames (16 with the default
 /// window).  An ack for every 2 frames, as before 2026-11-29, put 47
@@ -2450,9 +2469,67 @@ impl Inner {
             Ok(()) => true,
             Err(e) => {
                 count(drop_counter(s, e));
+                if e == FrameError::BadMac {
+                    self.log_refused_tag(seal, session, frame);
+                }
                 false
             }
         }
+    }
+
+    /// Says which frame [`Inner::authentic`] refused by its tag, and under
+    /// which session (if any) the tag would have verified: an admin sees
+    /// which node has another key, and a refusal between nodes of one key
+    /// (docs/reliability.md, 66-treenet-auth) says what it was.  At most
+    /// [`REFUSED_LOG_BURST`] lines per [`REFUSED_LOG_WINDOW_NS`]: a forged
+    /// flood is counted, not logged.
+    #[inline(never)]
+    #[cold]
+    fn log_refused_tag(&self, seal: Seal, session: Session, frame: &[u8]) {
+        static WINDOW_START: Atomic<u64> = Atomic::new(0);
+        static LOGGED: Atomic<u32> = Atomic::new(0);
+        let now = now_ns();
+        let start = WINDOW_START.load(Relaxed);
+        if start == 0 || now.saturating_sub(start) >= REFUSED_LOG_WINDOW_NS {
+            WINDOW_START.store(now, Relaxed);
+            LOGGED.store(0, Relaxed);
+        }
+        if LOGGED.fetch_add(1, Relaxed) >= REFUSED_LOG_BURST {
+            return;
+        }
+        let (Some(key), Seal::Tag(tag), Some(h)) = (self.auth.as_ref(), seal, frame.get(..12))
+        else {
+            return;
+        };
+        let verifies = |s: Session| wire::verify_tag(key, s, frame, tag);
+        let src = u16::from_be_bytes([h[2], h[3]]);
+        let seq = u32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+        let reversed = Session {
+            src_epoch: session.dst_epoch,
+            dst_epoch: session.src_epoch,
+        };
+        let other = (0..self.neighbors.len())
+            .find(|&i| verifies(self.session_from(i)))
+            .map(|i| self.neighbors[i].node);
+        let hint = if verifies(Session::NONE) {
+            "; it verifies as sealed without a session (a hello's)"
+        } else if verifies(reversed) {
+            "; it verifies under the reversed session"
+        } else if other.is_some() {
+            "; it verifies under the session of node"
+        } else {
+            ""
+        };
+        pr_warn!(
+            "refused a frame from node {src}: its tag does not verify \
+             (kind {:#04x}, seq {seq}, {} bytes, session {:08x}/{:08x}{hint}{}): \
+             another key, another session, or altered on the way\n",
+            h[1],
+            frame.len(),
+            session.src_epoch,
+            session.dst_epoch,
+            OptNode(other)
+        );
     }
 
     /// The hello in `payload` from `src` on link `li`, if it is well formed,
