@@ -43,6 +43,7 @@ extern "C" {
     fn treenet_msg_put(msg: *mut RawMsg);
     fn treenet_msg_new(len: usize) -> *mut RawBuilder;
     fn treenet_msg_new_for_filling(len: usize) -> *mut RawBuilder;
+    fn treenet_msg_new_unzeroed(len: usize) -> *mut RawBuilder;
     fn treenet_msg_write(b: *mut RawBuilder, offset: usize, data: *const u8, len: usize) -> c_int;
     fn treenet_msg_write_user(
         b: *mut RawBuilder,
@@ -140,6 +141,21 @@ impl MessageBuilder {
     pub(crate) fn for_filling(len: usize) -> Result<Self> {
         // SAFETY: no preconditions.
         let raw = unsafe { treenet_msg_new_for_filling(len) };
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        Ok(Self { raw, len })
+    }
+
+    /// A message of at most `len` bytes that the caller maps
+    /// ([`MessageBuilder::map`]), writes a prefix of and shortens to that
+    /// prefix ([`MessageBuilder::truncate`]) before it seals it: no
+    /// zero-filling, so bytes it does not write hold earlier data of this
+    /// kernel (what a reused buffer holds) and are sent unless cut off.
+    /// Errors as [`MessageBuilder::new`].
+    pub(crate) fn unzeroed(len: usize) -> Result<Self> {
+        // SAFETY: no preconditions.
+        let raw = unsafe { treenet_msg_new_unzeroed(len) };
         if raw.is_null() {
             return Err(ENOMEM);
         }

@@ -59,6 +59,7 @@ void treenet_msg_put(struct treenet_msg *msg);
 struct treenet_msg_builder;
 struct treenet_msg_builder *treenet_msg_new(size_t len);
 struct treenet_msg_builder *treenet_msg_new_for_filling(size_t len);
+struct treenet_msg_builder *treenet_msg_new_unzeroed(size_t len);
 int treenet_msg_write(struct treenet_msg_builder *b, size_t offset, const u8 *data, size_t len);
 int treenet_msg_write_user(struct treenet_msg_builder *b, size_t offset, void __user *src,
 			   size_t len);
@@ -88,6 +89,7 @@ EXPORT_SYMBOL_GPL(treenet_msg_read);
 EXPORT_SYMBOL_GPL(treenet_msg_put);
 EXPORT_SYMBOL_GPL(treenet_msg_new);
 EXPORT_SYMBOL_GPL(treenet_msg_new_for_filling);
+EXPORT_SYMBOL_GPL(treenet_msg_new_unzeroed);
 EXPORT_SYMBOL_GPL(treenet_msg_write);
 EXPORT_SYMBOL_GPL(treenet_msg_write_user);
 EXPORT_SYMBOL_GPL(treenet_msg_seal);

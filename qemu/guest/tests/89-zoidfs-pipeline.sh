@@ -95,11 +95,17 @@ if [ "$ZOID_ROLE" = cn ]; then
   # For the ION: what the files must hold.
   mount -t zoidfs zoidfs $M
   echo "$sum" > $M/sum-cn$ZOID_NODE_ID
+  # Calls of the default rsize (1 MiB): the ION writes each reply in place
+  # into a message it did not zero-fill, and the last call meets the end
+  # of the file 424 bytes in: only what it read may come back.
+  [ "$(dd if=$M/cn$ZOID_NODE_ID-none/big bs=4M 2>/dev/null | md5sum)" = "$sum" ] ||
+    { echo "1 MiB calls"; zdiag; exit 1; }
   umount $M
   echo "zoid client: inflight_peak $peak"
 fi
 barrier 951
 if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(counter $Z/stats replies_mapped)" -gt 0 ] || { echo "no reply was mapped"; zdiag; exit 1; }
   for i in $(seq 1 "$ZOID_CNS"); do
     for mode in none loose; do
       [ "$(md5sum < $X/cn$i-$mode/big)" = "$(cat $X/sum-cn$i)" ] ||
