@@ -149,10 +149,13 @@ impl MessageBuilder {
 
     /// A message of at most `len` bytes that the caller maps
     /// ([`MessageBuilder::map`]), writes a prefix of and shortens to that
-    /// prefix ([`MessageBuilder::truncate`]) before it seals it: no
-    /// zero-filling, so bytes it does not write hold earlier data of this
-    /// kernel (what a reused buffer holds) and are sent unless cut off.
-    /// Errors as [`MessageBuilder::new`].
+    /// prefix ([`MessageBuilder::truncate`]) before it seals it ([`seal`]
+    /// fails until then): no zero-filling, so bytes it does not write hold
+    /// whatever freed kernel memory the pages held, and the caller must
+    /// write every byte up to the length it keeps.  Errors as
+    /// [`MessageBuilder::new`].
+    ///
+    /// [`seal`]: MessageBuilder::seal
     pub(crate) fn unzeroed(len: usize) -> Result<Self> {
         // SAFETY: no preconditions.
         let raw = unsafe { treenet_msg_new_unzeroed(len) };
@@ -232,9 +235,10 @@ impl core::ops::Deref for MappedBuilder<'_> {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        // SAFETY: `addr` maps the builder's `len` bytes (zero-filled when
-        // made, or written whole: treenet maps no other builder), borrowed
-        // exclusively as long as `self`.
+        // SAFETY: `addr` maps the builder's `len` bytes, borrowed
+        // exclusively as long as `self`: kernel pages, zero-filled when
+        // made, written whole, or (`unzeroed`) holding earlier kernel data
+        // until overwritten, plain initialised bytes in every case.
         unsafe { core::slice::from_raw_parts(self.addr, self.len) }
     }
 }

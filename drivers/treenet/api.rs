@@ -179,6 +179,9 @@ struct Builder {
     /// `0..n` are known written (writes in order extend it); such a
     /// builder is not mapped, and not sealed, before all are.
     written: Option<usize>,
+    /// A builder from `treenet_msg_new_unzeroed` not yet shortened to what
+    /// its writer wrote (`treenet_msg_truncate`): it does not seal.
+    unshortened: bool,
 }
 
 impl Builder {
@@ -235,7 +238,15 @@ fn new_builder(len: usize, fill: Fill) -> *mut TreenetMsgBuilder {
         return core::ptr::null_mut();
     };
     let written = if fill == Fill::InOrder { Some(0) } else { None };
-    match KBox::new(Builder { buf, written }, GFP_KERNEL) {
+    let unshortened = fill == Fill::ByWriter;
+    match KBox::new(
+        Builder {
+            buf,
+            written,
+            unshortened,
+        },
+        GFP_KERNEL,
+    ) {
         Ok(b) => KBox::into_raw(b).cast(),
         Err(_) => core::ptr::null_mut(),
     }
@@ -260,11 +271,12 @@ pub(crate) extern "C" fn treenet_msg_new_for_filling(len: usize) -> *mut Treenet
 /// A message of at most `len` bytes for a writer that maps it at once
 /// (`treenet_msg_builder_map`), writes a prefix of unknown length (a
 /// read's bytes) and then shortens it to that prefix
-/// (`treenet_msg_truncate`) before it seals it.  Its pages are not
-/// zero-filled: until then they may hold earlier data of this kernel, as
-/// a reused buffer does, and what the writer does not overwrite is sent
-/// if it does not shorten it.  Zeroing them cost an ION 10 % of its time
-/// in 1 MiB zoidfs reads (docs/zoid.md).  Null as for `treenet_msg_new`.
+/// (`treenet_msg_truncate`) before it seals it (`treenet_msg_seal` fails
+/// until it was shortened).  Its pages are not zero-filled: they hold
+/// whatever freed kernel memory they held, so the writer must write every
+/// byte up to the length it shortens it to.  Zeroing them cost an ION
+/// 10 % of its time in 1 MiB zoidfs reads (docs/zoid.md).  Null as for
+/// `treenet_msg_new`.
 #[no_mangle]
 pub(crate) extern "C" fn treenet_msg_new_unzeroed(len: usize) -> *mut TreenetMsgBuilder {
     new_builder(len, Fill::ByWriter)
@@ -379,15 +391,19 @@ pub(crate) unsafe extern "C" fn treenet_msg_truncate(
     // SAFETY: per the contract, `b` is a live, exclusively owned builder.
     let m = unsafe { Builder::of(b) };
     match m.buf.truncate(len) {
-        Ok(()) => 0,
+        Ok(()) => {
+            m.unshortened = false;
+            0
+        }
         Err(e) => e.to_errno(),
     }
 }
 
 /// Ends filling: the message becomes immutable and shareable (send it with
 /// `treenet_send_msg`, release it with `treenet_msg_put`).  Null when out
-/// of memory, or when a builder from `treenet_msg_new_for_filling` was not
-/// written whole (the builder is freed either way).
+/// of memory, when a builder from `treenet_msg_new_for_filling` was not
+/// written whole, or when one from `treenet_msg_new_unzeroed` was not
+/// shortened to what was written (the builder is freed either way).
 ///
 /// # Safety
 ///
@@ -397,7 +413,7 @@ pub(crate) unsafe extern "C" fn treenet_msg_seal(b: *mut TreenetMsgBuilder) -> *
     // SAFETY: per the contract, `b` came from `KBox::into_raw` and this is
     // its one release.
     let m = unsafe { KBox::from_raw(b.cast::<Builder>()) };
-    if !m.complete() {
+    if !m.complete() || m.unshortened {
         return core::ptr::null_mut();
     }
     match Arc::new(KBox::into_inner(m).buf, GFP_KERNEL) {

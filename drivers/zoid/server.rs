@@ -761,11 +761,15 @@ fn run_call(
 ///
 /// The message is not zero-filled ([`treenet::MessageBuilder::unzeroed`]):
 /// only the header and the `len` bytes the plug-in says it wrote are sent
-/// ([`send_reply_message`] shortens it to them), which is what the
-/// worker's own reply buffer, reused from call to call, relies on as well
-/// (a declared plug-in's dispatch lays out every byte up to its length,
-/// and zero-fills an `out bytes[SIZE]` array itself).  Zeroing 1 MiB
-/// replies cost the ION 10 % of its time in zoidfs reads.
+/// ([`send_reply_message`] shortens it to them).  A declared plug-in's
+/// dispatch writes its fixed part whole, zero-fills an `out bytes[SIZE]`
+/// array itself, and for `out bytes[SIZE, len = ret]` sends `min(ret,
+/// SIZE)` bytes: its server function must have written that many (every
+/// in-tree one does: a read's count, a readlink clamped to the buffer).
+/// Pages that are not overwritten hold freed kernel memory, so that rule
+/// matters more here than in the worker's reused buffer.  Extern (C)
+/// plug-ins never come here (their large replies are `need: 0`).  Zeroing
+/// 1 MiB replies cost the ION 10 % of its time in zoidfs reads.
 fn dispatch_in_message(
     plugin: &Arc<dyn Plugin>,
     caller: &Caller,

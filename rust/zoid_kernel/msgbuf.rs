@@ -169,8 +169,11 @@ impl MsgBuf {
     /// cannot be made (fall back to [`MsgBuf::read_at`]).  May sleep.
     ///
     /// Map only a buffer whose bytes were all written (a zero-filled one,
-    /// or a reassembled message): a [`MsgBuf::for_filling`] page may still
-    /// hold an earlier user's bytes.
+    /// or a reassembled message), or, writable ([`MsgBuf::map_mut`]), one
+    /// whose writer sends only the prefix it wrote (treenet's
+    /// `treenet_msg_new_unzeroed`): a [`MsgBuf::for_filling`] page may
+    /// still hold an earlier user's bytes.  (They are plain bytes to Rust
+    /// either way: page contents are initialised memory.)
     pub(crate) fn map(&self) -> Result<MsgMap<'_>> {
         if self.len == 0 {
             return Ok(MsgMap {

@@ -85,7 +85,7 @@
 //! | `in str`                | `&[u8]`           | borrowed from the request, NUL-free, at most `MAX_STR` |
 //! | `in str nullok`         | `Option<&[u8]>`   |                                         |
 //! | `in bytes`              | `&[u8]`           | borrowed from the request (zero copy)   |
-//! | `out bytes[SIZE, ..]`   | `&mut [u8]`       | `SIZE` bytes of the reply buffer (zero copy; zeroed first for `out bytes[SIZE]`, which is sent whole) |
+//! | `out bytes[SIZE, ..]`   | `&mut [u8]`       | `SIZE` bytes of the reply buffer (zero copy; zeroed first for `out bytes[SIZE]`, which is sent whole; with `len = ret` not zeroed: the server must have written the first `min(ret, SIZE)` bytes, which are sent) |
 //!
 //! # Encoding
 //!
