@@ -2356,7 +2356,7 @@ impl Inner {
             }
         };
         if h.kind == Kind::Hello {
-            if !self.authentic(s, seal, Session::NONE, frame) {
+            if !self.authentic(s, &h, seal, Session::NONE, frame) {
                 return;
             }
             let Some(hello) = self.hello_for_us(s, li, h.src, payload) else {
@@ -2385,7 +2385,7 @@ impl Inner {
             return;
         };
         let session = self.session_from(ni);
-        if !self.authentic(s, seal, session, frame) {
+        if !self.authentic(s, &h, seal, session, frame) {
             return;
         }
         let deaf_ppm = k.deaf_ppm.load(Relaxed);
@@ -2464,13 +2464,20 @@ impl Inner {
     /// Whether a received frame is sealed as this node requires: with a
     /// key, by a tag that verifies for `session`; without, by its checksum
     /// (already verified).  A refused frame is counted.
-    fn authentic(&self, s: &Stats, seal: Seal, session: Session, frame: &[u8]) -> bool {
+    fn authentic(
+        &self,
+        s: &Stats,
+        h: &FrameHeader,
+        seal: Seal,
+        session: Session,
+        frame: &[u8],
+    ) -> bool {
         match wire::check_seal(self.auth.as_ref(), seal, session, frame) {
             Ok(()) => true,
             Err(e) => {
                 count(drop_counter(s, e));
                 if e == FrameError::BadMac {
-                    self.log_refused_tag(seal, session, frame);
+                    self.log_refused_tag(h, seal, session, frame);
                 }
                 false
             }
@@ -2485,7 +2492,7 @@ impl Inner {
     /// flood is counted, not logged.
     #[inline(never)]
     #[cold]
-    fn log_refused_tag(&self, seal: Seal, session: Session, frame: &[u8]) {
+    fn log_refused_tag(&self, h: &FrameHeader, seal: Seal, session: Session, frame: &[u8]) {
         static WINDOW_START: Atomic<u64> = Atomic::new(0);
         static LOGGED: Atomic<u32> = Atomic::new(0);
         let now = now_ns();
@@ -2497,13 +2504,19 @@ impl Inner {
         if LOGGED.fetch_add(1, Relaxed) >= REFUSED_LOG_BURST {
             return;
         }
-        let (Some(key), Seal::Tag(tag), Some(h)) = (self.auth.as_ref(), seal, frame.get(..12))
-        else {
+        let (Some(key), Seal::Tag(tag)) = (self.auth.as_ref(), seal) else {
             return;
         };
         let verifies = |s: Session| wire::verify_tag(key, s, frame, tag);
-        let src = u16::from_be_bytes([h[2], h[3]]);
-        let seq = u32::from_be_bytes([h[8], h[9], h[10], h[11]]);
+        let kind = match h.kind {
+            Kind::Hello => "hello",
+            Kind::Ack => "ack",
+            Kind::Data => "data frame",
+        };
+        let lane = match h.lane {
+            Lane::Control => "control",
+            Lane::Bulk => "bulk",
+        };
         let reversed = Session {
             src_epoch: session.dst_epoch,
             dst_epoch: session.src_epoch,
@@ -2521,10 +2534,11 @@ impl Inner {
             ""
         };
         pr_warn!(
-            "refused a frame from node {src}: its tag does not verify \
-             (kind {:#04x}, seq {seq}, {} bytes, session {:08x}/{:08x}{hint}{}): \
+            "refused a {kind} from node {}: its tag does not verify \
+             ({lane} lane, seq {}, {} bytes, session {:08x}/{:08x}{hint}{}): \
              another key, another session, or altered on the way\n",
-            h[1],
+            h.src,
+            h.seq,
             frame.len(),
             session.src_epoch,
             session.dst_epoch,

@@ -46,7 +46,7 @@ if [ $bad != 0 ]; then
   # What was refused, and whether it verifies under another session
   # (the engine's log_refused_tag).
   echo "tags refused between nodes of one key: $bad"
-  dmesg | grep 'refused a frame' | tail -5
+  dmesg | grep 'its tag does not verify' | tail -5
   diag; exit 1
 fi
 [ "$(counter $T/selftest_events received_bad)" = 0 ]
