@@ -172,31 +172,48 @@ pub(crate) struct TreenetMsgBuilder {
 /// What a [`TreenetMsgBuilder`] points to.
 struct Builder {
     buf: MsgBuf,
-    /// `None`: the pages were zero-filled, or their writer shortens the
-    /// message to what it wrote (`treenet_msg_new_unzeroed`): every byte
-    /// may be read.
-    /// `Some(n)`: they were not (`treenet_msg_new_for_filling`), and bytes
-    /// `0..n` are known written (writes in order extend it); such a
+    state: FillState,
+}
+
+/// Which of a builder's bytes may be read (mapped or sent).
+#[derive(Clone, Copy)]
+enum FillState {
+    /// Every byte: the pages were zero-filled, or their writer has
+    /// shortened the message to what it wrote.
+    Readable,
+    /// The pages were not zero-filled (`treenet_msg_new_for_filling`) and
+    /// bytes `0..n` are known written (writes in order extend it): the
     /// builder is not mapped, and not sealed, before all are.
-    written: Option<usize>,
-    /// A builder from `treenet_msg_new_unzeroed` not yet shortened to what
-    /// its writer wrote (`treenet_msg_truncate`): it does not seal.
-    unshortened: bool,
+    WrittenUpTo(usize),
+    /// From `treenet_msg_new_unzeroed`: mapped by its writer, which has not
+    /// shortened it to what it wrote yet (`treenet_msg_truncate`): it does
+    /// not seal.
+    Unshortened,
 }
 
 impl Builder {
     /// Notes that bytes `offset..offset + len` were written.
     fn wrote(&mut self, offset: usize, len: usize) {
-        if let Some(n) = self.written {
+        if let FillState::WrittenUpTo(n) = self.state {
             if offset <= n {
-                self.written = Some(n.max(offset + len));
+                self.state = FillState::WrittenUpTo(n.max(offset + len));
             }
         }
     }
 
-    /// Whether every byte may be read (mapped or sent).
-    fn complete(&self) -> bool {
-        !matches!(self.written, Some(n) if n < self.buf.len())
+    /// Whether the builder may be mapped: not one written in order that
+    /// is not written whole yet.
+    fn mappable(&self) -> bool {
+        !matches!(self.state, FillState::WrittenUpTo(n) if n < self.buf.len())
+    }
+
+    /// Whether every byte may be sent.
+    fn sealable(&self) -> bool {
+        match self.state {
+            FillState::Readable => true,
+            FillState::WrittenUpTo(n) => n >= self.buf.len(),
+            FillState::Unshortened => false,
+        }
     }
 
     /// # Safety
@@ -237,16 +254,12 @@ fn new_builder(len: usize, fill: Fill) -> *mut TreenetMsgBuilder {
     let Ok(buf) = buf else {
         return core::ptr::null_mut();
     };
-    let written = if fill == Fill::InOrder { Some(0) } else { None };
-    let unshortened = fill == Fill::ByWriter;
-    match KBox::new(
-        Builder {
-            buf,
-            written,
-            unshortened,
-        },
-        GFP_KERNEL,
-    ) {
+    let state = match fill {
+        Fill::Zeroed => FillState::Readable,
+        Fill::InOrder => FillState::WrittenUpTo(0),
+        Fill::ByWriter => FillState::Unshortened,
+    };
+    match KBox::new(Builder { buf, state }, GFP_KERNEL) {
         Ok(b) => KBox::into_raw(b).cast(),
         Err(_) => core::ptr::null_mut(),
     }
@@ -351,7 +364,7 @@ pub(crate) unsafe extern "C" fn treenet_msg_write_user(
 pub(crate) unsafe extern "C" fn treenet_msg_builder_map(b: *mut TreenetMsgBuilder) -> *mut u8 {
     // SAFETY: per the contract, `b` is a live, exclusively owned builder.
     let m = unsafe { Builder::of(b) };
-    if !m.complete() {
+    if !m.mappable() {
         return core::ptr::null_mut();
     }
     match m.buf.map_mut() {
@@ -392,7 +405,9 @@ pub(crate) unsafe extern "C" fn treenet_msg_truncate(
     let m = unsafe { Builder::of(b) };
     match m.buf.truncate(len) {
         Ok(()) => {
-            m.unshortened = false;
+            if let FillState::Unshortened = m.state {
+                m.state = FillState::Readable;
+            }
             0
         }
         Err(e) => e.to_errno(),
@@ -413,7 +428,7 @@ pub(crate) unsafe extern "C" fn treenet_msg_seal(b: *mut TreenetMsgBuilder) -> *
     // SAFETY: per the contract, `b` came from `KBox::into_raw` and this is
     // its one release.
     let m = unsafe { KBox::from_raw(b.cast::<Builder>()) };
-    if !m.complete() || m.unshortened {
+    if !m.sealable() {
         return core::ptr::null_mut();
     }
     match Arc::new(KBox::into_inner(m).buf, GFP_KERNEL) {
