@@ -78,12 +78,7 @@ barrier 656
 if [ "$ZOID_ROLE" = cn ]; then
   [ "$(stat peer_down)" = "$downs" ] || { echo "the deaf ION's session went down"; diag; exit 1; }
   # Everything queued reaches the ION (then its verdicts come back).
-  _i=0
-  until awk 'NR > 1 && $1 == 0 { q = $8 } END { exit q != 0 }' $T/peers; do
-    _i=$((_i + 1))
-    [ $_i -le 600 ] || { echo "the queue to the ION did not drain"; diag; exit 1; }
-    sleep 0.2
-  done
+  wait_until 120 queue_to_ion_empty || { echo "the queue to the ION did not drain"; diag; exit 1; }
   sleep 2
 fi
 barrier 657

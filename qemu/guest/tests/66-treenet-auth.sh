@@ -64,9 +64,7 @@ barrier 658
 # its frames, and it the ION's; then it is given the right key back (and
 # says hello under it at once) and the session goes on.
 if [ "$ZOID_ROLE" = ion ]; then
-  t=0
-  while [ "$(stat drop_bad_auth)" -le "$before" ] && [ $t -lt 50 ]; do sleep 0.2; t=$((t + 1)); done
-  [ "$(stat drop_bad_auth)" -gt "$before" ] || { echo "CN 1's frames were not refused"; diag; exit 1; }
+  counter_reaches $T/stats drop_bad_auth $((before + 1)) || { echo "CN 1's frames were not refused"; diag; exit 1; }
   # Messages sent to CN 1 now wait out its wrong key, then arrive.
   st send 1 65536 3 > /dev/null
   echo "ion: drop_bad_auth +$(( $(stat drop_bad_auth) - before )) during CN 1's wrong key"

@@ -8,13 +8,7 @@ zdiag() { nonzero "zoid stats" $Z/stats; cat $Z/attached; }
 # zstat_reaches <name> <min>: waits up to 10 s for a counter moved by a
 # CN's notice (a process exit or cancel, sent without waiting and handled
 # by the ION's receive thread, perhaps after the barrier that follows it).
-zstat_reaches() {
-  for _ in $(seq 50); do
-    [ "$(zstat "$1")" -ge "$2" ] && return 0
-    sleep 0.2
-  done
-  echo "zoid stat $1: $(zstat "$1"), want at least $2"; return 1
-}
+zstat_reaches() { counter_reaches $Z/stats "$@"; }
 
 # Under KASAN with three emulated VMs on two cores a null call takes
 # ~0.2 s and 1 MiB ~10 s each way: generous timeouts, and no 4 MiB echo.
@@ -164,11 +158,8 @@ fi
 barrier 813
 if [ "$ZOID_ROLE" = ion ]; then
   # (A copy that did run would still be running: wait for the workers.)
-  i=0
-  until [ "$(zstat workers_busy)" = 0 ]; do
-    i=$((i + 1)); [ $i -le 100 ] || { echo "workers still busy"; zdiag; exit 1; }
-    sleep 0.2
-  done
+  idle() { [ "$(zstat workers_busy)" = 0 ]; }
+  wait_until 20 idle || { echo "workers still busy"; zdiag; exit 1; }
   echo "ION: $(($(runs) - runs0)) run(s) of $ZOID_CNS call(s) sent again," \
     "$(($(copies) - copies0)) copies dropped"
   [ $(($(runs) - runs0)) = "$ZOID_CNS" ] || { echo "a call sent again ran twice"; zdiag; exit 1; }
@@ -236,10 +227,6 @@ else
   waited=$(awk -v t0="$t0" '$3 != "" && $3 >= 8000 && $2 >= t0 + 12.5 { n++ } END { print n + 0 }' /tmp/soft-calls)
   [ "$waited" = 0 ] || { echo "$waited soft call(s) waited for treenet"; exit 1; }
   # Everything queued reaches the ION once it listens (stale replies).
-  i=0
-  until awk 'NR > 1 && $1 == 0 { q = $8 } END { exit q != 0 }' $T/peers; do
-    i=$((i + 1)); [ $i -le 600 ] || { echo "the queue to the ION did not drain"; diag; exit 1; }
-    sleep 0.2
-  done
+  wait_until 120 queue_to_ion_empty || { echo "the queue to the ION did not drain"; diag; exit 1; }
 fi
 barrier 815

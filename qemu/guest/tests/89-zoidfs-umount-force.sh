@@ -18,16 +18,10 @@ H=/mnt/zfs-force
 cn_file=$H/kept-cn$ZOID_NODE_ID
 # alive <pid>: the task still exists and is not a zombie.
 alive() { [ -e /proc/$1 ] && ! grep -q '^[0-9]* ([^)]*) Z' /proc/$1/stat 2>/dev/null; }
-# gone_within <pid> <tenths>: the task ended within that time.
-gone_within() {
-  i=0
-  while alive "$1"; do
-    i=$((i + 1))
-    [ $i -le "$2" ] || return 1
-    sleep 0.1
-  done
-}
-b=984
+# gone <pid>: the task has ended.
+gone() { ! alive "$1"; }
+# (Barrier tags 1020-1026, 1030-1036, 1040-1046: one range per mode.)
+b=1020
 for mode in serial relaxed ssi; do
   opts=consistency=$mode
   [ $mode != ssi ] || opts=$opts,ssi_set=zforce
@@ -92,13 +86,13 @@ for mode in serial relaxed ssi; do
     echo "blocked reader's state: $state"
     # kill -9 ends a blocked task at once.
     kill -9 $reader
-    gone_within $reader 20 || { echo "kill -9 left the reader blocked"; exit 1; }
+    wait_until 2 gone $reader || { echo "kill -9 left the reader blocked"; exit 1; }
     # umount -f: the others fail with EIO within a second or two; the
     # unmount itself may first find the mount busy (their open files).
     t0=$(date +%s)
     umount -f $H 2>/dev/null || true
-    gone_within $writer 50 || { echo "umount -f left the writer blocked"; exit 1; }
-    gone_within $lister 50 || { echo "umount -f left ls blocked"; exit 1; }
+    wait_until 5 gone $writer || { echo "umount -f left the writer blocked"; exit 1; }
+    wait_until 5 gone $lister || { echo "umount -f left ls blocked"; exit 1; }
     wait $writer $lister 2>/dev/null || true
     grep -q "Input/output error" /tmp/zff-dd.out || { echo "writer:"; cat /tmp/zff-dd.out; exit 1; }
     grep -q "dd failed" /tmp/zff-dd.out || { cat /tmp/zff-dd.out; exit 1; }
@@ -147,5 +141,5 @@ for mode in serial relaxed ssi; do
     rm -rf $X
   fi
   barrier $((b + 6))
-  if [ $b = 984 ]; then b=1000; else b=1010; fi
+  b=$((b + 10))
 done

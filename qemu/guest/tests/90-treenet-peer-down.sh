@@ -5,17 +5,16 @@
 # mapping gets SIGBUS.
 . /zoid/tests/treenet-lib.sh
 echo 2000 > $T/peer_timeout_ms
-# Earlier flaps (a starved VM under KASAN) may have logged downs already:
-# wait for a new one.
-downs=$(grep -c '^down 0$' $T/selftest_events || true)
 barrier 900
 [ "$ZOID_ROLE" = ion ] && exit 0
-i=0
-until [ "$(grep -c '^down 0$' $T/selftest_events)" -gt "$downs" ]; do
-  i=$((i + 1))
-  [ $i -lt 300 ] || { echo "no peer-down notification after 30 s"; cat $T/peers; exit 1; }
-  sleep 0.1
-done
+# Earlier flaps (a starved VM under KASAN) may have logged downs already:
+# wait for a new one.  Counted after the barrier, when every node has the
+# shorter timeout: the ION's silence starts once it has released the
+# barrier, so its departure cannot be logged before this count, and a
+# flap while the timeouts changed cannot pass for it.
+downs=$(grep -c '^down 0$' $T/selftest_events || true)
+downs_above() { [ "$(grep -c '^down 0$' $T/selftest_events)" -gt "$downs" ]; }
+wait_until 30 downs_above || { echo "no peer-down notification after 30 s"; cat $T/peers; exit 1; }
 silent=$(awk '$1 == "down" && $2 == 0 { sub("silent_ms=", "", $3); print $3 }' $T/peer_log | tail -1)
 echo "ION down after ${silent} ms of silence (peer_timeout_ms=2000)"
 [ "$silent" -le 3000 ]

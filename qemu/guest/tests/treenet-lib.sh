@@ -56,15 +56,34 @@ expect_fail() {
   echo "$out" | grep -q "($want)\$" || { echo "expected errno $want: $out"; return 1; }
 }
 
+# wait_until <seconds> <command...>: runs the command every 0.1 s until it
+# succeeds; fails (silently: the caller says what it waited for) once
+# <seconds> have gone by.  For state another node or an asynchronous notice
+# moves, which may land after the barrier that follows its cause.
+wait_until() {
+  _wu_n=$(($1 * 10)); shift
+  until "$@"; do
+    _wu_n=$((_wu_n - 1))
+    [ $_wu_n -ge 0 ] || return 1
+    sleep 0.1
+  done
+}
+
+# counter_reaches <file> <name> <min>: waits up to 10 s until a counter of
+# a stats file is at least <min>; says where it stopped if it is not.
+at_least() { [ "$(counter "$1" "$2")" -ge "$3" ]; }
+counter_reaches() {
+  wait_until 10 at_least "$@" || { echo "$2 in $1: $(counter "$1" "$2"), want at least $3"; return 1; }
+}
+
+# queue_to_ion_empty: nothing of this node's waits in treenet's queue to
+# the ION (node 0), per /sys/kernel/treenet/peers.
+queue_to_ion_empty() { awk 'NR > 1 && $1 == 0 { q = $8 } END { exit q != 0 }' $T/peers; }
+
 # wait_for_set <line>: waits up to 5 s until this node's ssi lists a set
 # the ION defined (<line> as /sys/kernel/ssi/sets prints it).
 wait_for_set() {
-  _i=0
-  until grep -q "^$1\$" /sys/kernel/ssi/sets; do
-    _i=$((_i + 1))
-    [ $_i -le 50 ] || { echo "the ION's set '$1' is not known here"; return 1; }
-    sleep 0.1
-  done
+  wait_until 5 grep -q "^$1\$" /sys/kernel/ssi/sets || { echo "the ION's set '$1' is not known here"; return 1; }
 }
 
 # barrier <tag>: every node of the pset meets here.
