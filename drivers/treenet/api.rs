@@ -185,9 +185,9 @@ enum FillState {
     /// bytes `0..n` are known written (writes in order extend it): the
     /// builder is not mapped, and not sealed, before all are.
     WrittenUpTo(usize),
-    /// From `treenet_msg_new_unzeroed`: mapped by its writer, which has not
-    /// shortened it to what it wrote yet (`treenet_msg_truncate`): it does
-    /// not seal.
+    /// From `treenet_msg_new_unzeroed`, and not yet shortened by its
+    /// writer to what it wrote (`treenet_msg_truncate`): it may be mapped
+    /// (to be written), but it does not seal.
     Unshortened,
 }
 
