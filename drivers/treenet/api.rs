@@ -225,39 +225,23 @@ impl Builder {
     }
 }
 
-/// How a new builder's pages start.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Fill {
-    /// Zero-filled: every byte may be read.
-    Zeroed,
-    /// Not zero-filled, and written in order before it is mapped or sealed.
-    InOrder,
-    /// Not zero-filled; mapped at once, and shortened by its writer to the
-    /// bytes it wrote.
-    ByWriter,
-}
-
-/// A builder of `len` bytes whose pages start as `fill` says; null past
-/// `max_msg_size` or out of memory.
-fn new_builder(len: usize, fill: Fill) -> *mut TreenetMsgBuilder {
+/// A builder of `len` bytes in `state`; its pages are zero-filled only
+/// when every byte may be read from the start ([`FillState::Readable`]).
+/// Null past `max_msg_size` or out of memory.
+fn new_builder(len: usize, state: FillState) -> *mut TreenetMsgBuilder {
     let max = instance().map_or(0, |net| {
         net.knobs.max_msg_size.load(kernel::sync::atomic::Relaxed) as usize
     });
     if len > max {
         return core::ptr::null_mut();
     }
-    let buf = if fill == Fill::Zeroed {
+    let buf = if let FillState::Readable = state {
         MsgBuf::new(len, GFP_KERNEL)
     } else {
         MsgBuf::for_filling(len, GFP_KERNEL)
     };
     let Ok(buf) = buf else {
         return core::ptr::null_mut();
-    };
-    let state = match fill {
-        Fill::Zeroed => FillState::Readable,
-        Fill::InOrder => FillState::WrittenUpTo(0),
-        Fill::ByWriter => FillState::Unshortened,
     };
     match KBox::new(Builder { buf, state }, GFP_KERNEL) {
         Ok(b) => KBox::into_raw(b).cast(),
@@ -269,7 +253,7 @@ fn new_builder(len: usize, fill: Fill) -> *mut TreenetMsgBuilder {
 /// longer than `max_msg_size`).
 #[no_mangle]
 pub(crate) extern "C" fn treenet_msg_new(len: usize) -> *mut TreenetMsgBuilder {
-    new_builder(len, Fill::Zeroed)
+    new_builder(len, FillState::Readable)
 }
 
 /// A message of `len` bytes that its sender writes whole, in order from
@@ -278,7 +262,7 @@ pub(crate) extern "C" fn treenet_msg_new(len: usize) -> *mut TreenetMsgBuilder {
 /// until every byte was written.  Null as for `treenet_msg_new`.
 #[no_mangle]
 pub(crate) extern "C" fn treenet_msg_new_for_filling(len: usize) -> *mut TreenetMsgBuilder {
-    new_builder(len, Fill::InOrder)
+    new_builder(len, FillState::WrittenUpTo(0))
 }
 
 /// A message of at most `len` bytes for a writer that maps it at once
@@ -292,7 +276,7 @@ pub(crate) extern "C" fn treenet_msg_new_for_filling(len: usize) -> *mut Treenet
 /// `treenet_msg_new`.
 #[no_mangle]
 pub(crate) extern "C" fn treenet_msg_new_unzeroed(len: usize) -> *mut TreenetMsgBuilder {
-    new_builder(len, Fill::ByWriter)
+    new_builder(len, FillState::Unshortened)
 }
 
 /// Copies `len` bytes at `data` into a message being filled, at `offset`;
