@@ -16,10 +16,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 log="$repo/out/bench-callpath"
 bin=$("$here/build-guest-tool.sh" x86_64 tools/zoid/zoidbench.c)
+nicstats=$("$here/build-guest-tool.sh" x86_64 tools/kprof/nicstats.c)
 rm -rf "$log"
 rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor "${FLAVOR:-release}" --cns 1 --log "$log" \
   --add "$bin:/zoid/bench/zoidbench" \
+  --add "$nicstats:/zoid/bench/nicstats" \
   --add "$repo/qemu/guest/bench/lib.sh:/zoid/bench/lib.sh" \
   --add "$repo/qemu/guest/bench/callpath.sh:/zoid/bench/callpath.sh" \
   --ion-cmd "N=${N:-2000} PIGGYBACK=${PIGGYBACK:-1} BUSY_POLL_US=${BUSY_POLL_US:-0} sh /zoid/bench/callpath.sh" \

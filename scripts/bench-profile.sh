@@ -24,6 +24,7 @@ tcpbench=$("$here/build-guest-tool.sh" x86_64 tools/tcpbench/tcpbench.c)
 kprof=$("$here/build-guest-tool.sh" x86_64 tools/kprof/kprof.c)
 zoidbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/zoidbench.c)
 fsbench=$("$here/build-guest-tool.sh" x86_64 tools/zoid/fsbench.c)
+nicstats=$("$here/build-guest-tool.sh" x86_64 tools/kprof/nicstats.c)
 rm -rf "$log"
 env="TOP=${TOP:-40}"
 [ -n "${WORKLOADS:-}" ] && env="$env WORKLOADS='$WORKLOADS'"
@@ -35,6 +36,7 @@ rc=0
   --add "$kprof:/zoid/bench/kprof" \
   --add "$zoidbench:/zoid/bench/zoidbench" \
   --add "$fsbench:/zoid/bench/fsbench" \
+  --add "$nicstats:/zoid/bench/nicstats" \
   --add "$repo/qemu/guest/bench/lib.sh:/zoid/bench/lib.sh" \
   --add "$repo/qemu/guest/bench/profile.sh:/zoid/bench/profile.sh" \
   --ion-cmd "$env sh /zoid/bench/profile.sh" --cn-cmd "$env sh /zoid/bench/profile.sh" \

@@ -167,6 +167,11 @@ snap() {
       echo "cs.$c.${p#/proc/} $v"
     done
     awk '/virtio/ {s=0; for(i=2;i<=NF;i++) if ($i ~ /^[0-9]+$/) s+=$i; print "irq."$NF, s}' /proc/interrupts
+    # The NIC's queue counters (virtio-net: packets and kicks, each kick
+    # an exit to QEMU), where the bench copied nicstats in.
+    [ -x "${NICSTATS:-/zoid/bench/nicstats}" ] &&
+      "${NICSTATS:-/zoid/bench/nicstats}" "${BENCH_IF:-eth0}" 2>/dev/null |
+      awk '$1 ~ /kicks|packets/ {print "nic."$1, $2}'
   } | sort > /tmp/snap.$1
 }
 

@@ -132,7 +132,10 @@ for w in $WORKLOADS; do
     *) echo 1 > "$TN/fast_checksum" ;;
   esac
   # A read starts from an empty page cache.
+  # The ION waits for that (a sync may write back the warm-up's data), so
+  # that both nodes' snapshots and samples cover the workload alone.
   [ "$ZOID_ROLE" = cn ] && case "$w" in zoidfs_*) sync; echo 3 > /proc/sys/vm/drop_caches ;; esac
+  barrier "1$i"
   snap a
   "$KPROF" -n "$TOP" -o "/tmp/prof.$w" 3600 &
   kp=$!
