@@ -16,7 +16,8 @@ use crate::zoid_kernel::kthread::{
     stack_left, Kicker, ThreadBody, ThreadCtx, WakeCounts, DRIVE_STACK_MIN,
 };
 use crate::zoid_kernel::msgbuf::MsgBuf;
-use crate::zoid_kernel::netlink::{busy_poll, Mac, NetLink, BROADCAST_MAC};
+use crate::zoid_kernel::netlink::{busy_poll, FastRx, Mac, NetLink, RxFrameRef, BROADCAST_MAC};
+use crate::zoid_kernel::ownlock::OwnLock;
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{
     div_u64, jiffies_to_ns, ms_to_jiffies, now_ns, ns_to_jiffies, ns_to_ms, random_u32,
@@ -35,6 +36,7 @@ use crate::zoid_proto::treenet::wire::{
     Session, BROADCAST, FEATURE_PIGGY_ACK, FEATURE_XXH64, HEADER_LEN, HELLO_MAX_BELOW,
     MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN, PIGGY_ACK_LEN, WIRE_VERSION_XXH64,
 };
+use crate::zoid_proto::treenet::wire::{FLAG_FIRST, FLAG_LAST};
 use kernel::prelude::*;
 use kernel::sync::{
     atomic::{Acquire, Atomic, Relaxed},
@@ -54,6 +56,16 @@ pub(crate) const MAX_CHANNELS: usize = 64;
 /// channel's messages, as the engine thread does (an ION's idle zoid
 /// worker, which has nothing of its own to wait for).
 pub(crate) const ALL_CHANNELS: u16 = u16::MAX;
+
+/// What [`Inner::send_next`] did.
+enum Next {
+    /// A frame went.
+    Sent,
+    /// One would have gone, but the caller's budget was spent.
+    Waiting,
+    /// None: nothing new queued, or the window is full.
+    Nothing,
+}
 
 /// Who runs an engine pass, and what it delivers.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -189,6 +201,10 @@ pub(crate) struct Knobs {
     /// Fault injection on receive: data and ack frames dropped, parts per
     /// million; hellos pass (a neighbour that stays up but takes no data).
     pub(crate) deaf_ppm: Atomic<u32>,
+    /// Whether the receive softirq answers the small messages a channel
+    /// answers at once (the self-test's pings), without waking the
+    /// engine thread (1), or leaves every frame to the engine (0).
+    pub(crate) softirq_rx: Atomic<u32>,
 }
 
 /// The engine thread's nice value at load: -20, as the kernel's high
@@ -222,6 +238,7 @@ impl Knobs {
             dup_ppm: Atomic::new(0),
             reorder_ppm: Atomic::new(0),
             deaf_ppm: Atomic::new(0),
+            softirq_rx: Atomic::new(1),
         }
     }
 }
@@ -290,6 +307,9 @@ counters! {
         tx_batches: "Batches of frames handed to a device driver at once (tx_batch).",
         tx_batch_frames: "Frames in those batches.",
         tx_batch_via_qdisc: "Frames held for a batch that went through the device's qdisc instead: it had frames queued, may not be bypassed (a shaping qdisc, egress hooks, several tx queues, no carrier), or the driver's queue was stopped or busy.",
+        softirq_answers: "Messages answered in the receive softirq (softirq_rx): no engine thread woken.",
+        softirq_busy: "Frames the receive softirq left to the engine because a task held the engine (it queued them).",
+        softirq_nomem: "Answers the receive softirq could not allocate (the message went to the engine instead).",
     }
 }
 
@@ -301,7 +321,41 @@ pub(crate) trait ChannelHandler: Send + Sync {
     fn receive(&self, channel: u16, src: u16, msg: Arc<MsgBuf>);
     /// Node `node` became reachable (`up`) or unreachable.
     fn peer_event(&self, node: u16, up: bool);
+    /// Whether [`ChannelHandler::answer_in_softirq`] may answer anything.
+    fn answers_in_softirq(&self) -> bool {
+        false
+    }
+    /// An answer to `msg` (a whole message of one frame from node `src` on
+    /// `channel`), to go back to `src` on `channel` at once, or `None`:
+    /// the message goes the usual way, to [`ChannelHandler::receive`].
+    /// Called in the receive softirq under the engine's lock (softirq_rx,
+    /// the way ICMP echo is answered): it must not sleep or call treenet,
+    /// must allocate with `GFP_ATOMIC` only, and must have no side
+    /// effects, because a message it answers may still be given to
+    /// `receive` (the answer could not be queued).  If it returns an
+    /// answer, `receive` is not called for `msg`.
+    fn answer_in_softirq(&self, _channel: u16, _src: u16, _msg: &[u8]) -> Option<MsgBuf> {
+        None
+    }
 }
+
+/// A frame the receive softirq may take (see [`Inner::fast_candidate`]):
+/// data, in order, a whole message of one frame for this node.
+struct FastFrame<'a> {
+    ni: usize,
+    lane: Lane,
+    ack: Option<PiggyAck>,
+    xxh64: bool,
+    header: MsgHeader,
+    /// The message.
+    body: &'a [u8],
+    /// The lane's reassembler once the frame is taken.
+    reasm: Reassembler,
+}
+
+/// Largest frame the receive softirq looks at: answers are for small
+/// messages, and a frame not taken is parsed again by the engine.
+const SOFTIRQ_FRAME_MAX: usize = 512;
 
 /// Per-channel statistics.
 #[derive(Clone, Copy, Default)]
@@ -546,8 +600,11 @@ pub(crate) struct Treenet {
     pub(crate) knobs: Knobs,
     pub(crate) stats: Stats,
     kicker: Arc<Kicker>,
+    /// The engine's state.  An owner lock (the socket lock's model): the
+    /// task that holds it may sleep, as under a mutex, and code with bottom
+    /// halves disabled may take it without waiting while no task owns it.
     #[pin]
-    inner: Mutex<Inner>,
+    inner: OwnLock<Inner>,
     /// Notified when queue space was freed or a neighbour went down
     /// (blocked senders wait on it), and on deliveries while a task waits
     /// in [`Treenet::wait_progress`].
@@ -556,6 +613,10 @@ pub(crate) struct Treenet {
     /// Held while upper-layer handlers run.
     #[pin]
     dispatch: Mutex<()>,
+    /// Channels whose handlers may answer in the receive softirq (bit
+    /// per channel; [`ChannelHandler::answers_in_softirq`]): the softirq
+    /// parses no frame for the others.
+    softirq_channels: Atomic<u64>,
     /// The task running upper-layer handlers now (0: none).  Its sends
     /// never wait for queue space: only the engine makes that space, and a
     /// handler may run on the engine thread.
@@ -818,10 +879,11 @@ impl Treenet {
                 knobs: Knobs::new(),
                 stats: Stats::new(),
                 kicker,
-                inner <- new_mutex!(inner, "treenet::inner"),
+                inner <- crate::new_ownlock!(inner, "treenet::inner"),
                 progress <- new_condvar!("treenet::progress"),
                 dispatch <- new_mutex!((), "treenet::dispatch"),
                 delivering: Atomic::new(0),
+                softirq_channels: Atomic::new(0),
                 busy_napi: Atomic::new(0),
                 last_rx_ns: Atomic::new(0),
                 peaks: Peaks::new(),
@@ -909,12 +971,12 @@ impl Treenet {
         let link = if name.to_bytes() == b"loopback" {
             Link::Loopback
         } else {
-            Link::Net(NetLink::open(
-                name,
-                wire::ETHERTYPE,
-                RXQ_LIMIT,
-                self.kicker.clone(),
-            )?)
+            // SAFETY: the link lives in `self.inner` and is dropped before
+            // `self` (`unbind_at`, which module unload runs for every link
+            // before the engine goes), and `self` is pinned in its `Arc`.
+            Link::Net(unsafe {
+                NetLink::open_fast(name, wire::ETHERTYPE, RXQ_LIMIT, self.kicker.clone(), self)
+            }?)
         };
         let mut g = self.inner.lock();
         let dup = g.links.iter().flatten().any(|l| match (l, &link) {
@@ -1065,7 +1127,12 @@ impl Treenet {
         if g.channels.iter().any(|c| c.id == id) {
             return Err(EBUSY);
         }
+        let answers = handler.answers_in_softirq();
         g.channels.push(Channel { id, handler }, GFP_KERNEL)?;
+        if answers {
+            let m = self.softirq_channels.load(Relaxed);
+            self.softirq_channels.store(m | (1 << id), Relaxed);
+        }
         Ok(())
     }
 
@@ -1073,7 +1140,14 @@ impl Treenet {
     /// handler is running or will be made (so its module may unload).  Must
     /// not be called from a handler.
     pub(crate) fn unregister_channel(&self, id: u16) {
-        self.inner.lock().channels.retain(|c| c.id != id);
+        {
+            let mut g = self.inner.lock();
+            g.channels.retain(|c| c.id != id);
+            if usize::from(id) < MAX_CHANNELS {
+                let m = self.softirq_channels.load(Relaxed);
+                self.softirq_channels.store(m & !(1 << id), Relaxed);
+            }
+        }
         // Handler calls run under `dispatch`: wait for those in flight.
         drop(self.dispatch.lock());
     }
@@ -1210,25 +1284,7 @@ impl Treenet {
                 return Err(EINTR);
             }
         }
-        let id = g.next_msg_id;
-        g.next_msg_id = id.wrapping_add(1);
-        let header = MsgHeader {
-            origin: g.node_id,
-            dst,
-            channel,
-            flags: 0,
-            len: len as u32,
-            id,
-        };
-        g.route_msg(&self.knobs, &self.stats, header, buf, None)?;
-        let cs = &mut g.chan_stats[usize::from(channel)];
-        cs.msgs_sent += 1;
-        cs.bytes_sent += len as u64;
-        count(&self.stats.msgs_sent);
-        self.stats.bytes_sent.fetch_add(len as u64, Relaxed);
-        if dst == BROADCAST {
-            count(&self.stats.bcast_sent);
-        }
+        g.originate(&self.knobs, &self.stats, channel, dst, buf)?;
         // Start transmitting right here while the windows allow (the frames
         // leave before the engine thread runs).  The engine is woken only if
         // it has something to do now: frames left for lack of budget, or
@@ -1729,6 +1785,142 @@ impl Inner {
 
     /// Queues a message for its next hop(s); `from` is the neighbour it came
     /// from (not sent back there).
+    /// Queues a message of local origin: what [`Treenet::send_shared`]
+    /// and the receive softirq's answers do under the lock.
+    fn originate(
+        &mut self,
+        k: &Knobs,
+        s: &Stats,
+        channel: u16,
+        dst: u16,
+        buf: Arc<MsgBuf>,
+    ) -> Result {
+        let len = buf.len();
+        let id = self.next_msg_id;
+        self.next_msg_id = id.wrapping_add(1);
+        let header = MsgHeader {
+            origin: self.node_id,
+            dst,
+            channel,
+            flags: 0,
+            len: len as u32,
+            id,
+        };
+        self.route_msg(k, s, header, buf, None)?;
+        let cs = &mut self.chan_stats[usize::from(channel)];
+        cs.msgs_sent += 1;
+        cs.bytes_sent += len as u64;
+        count(&s.msgs_sent);
+        s.bytes_sent.fetch_add(len as u64, Relaxed);
+        if dst == BROADCAST {
+            count(&s.bcast_sent);
+        }
+        Ok(())
+    }
+
+    /// What the receive softirq may take of `frame` (from link `li`): a
+    /// data frame for this node from an up neighbour, sealed as required,
+    /// the next in order on its control lane with nothing buffered behind
+    /// it, carrying a whole message of one frame for a local channel, and
+    /// no fault injection on.  Changes nothing: whatever it refuses goes
+    /// to the engine, which counts what is wrong with it.
+    fn fast_candidate<'a>(&self, k: &Knobs, li: usize, frame: &'a [u8]) -> Option<FastFrame<'a>> {
+        let faults = k.drop_ppm.load(Relaxed)
+            | k.dup_ppm.load(Relaxed)
+            | k.reorder_ppm.load(Relaxed)
+            | k.deaf_ppm.load(Relaxed);
+        if faults != 0 || self.held.is_some() {
+            return None;
+        }
+        let max_payload = self
+            .links
+            .get(li)
+            .and_then(|l| l.as_ref())
+            .map_or(0, |l| l.mtu())
+            .saturating_sub(HEADER_LEN)
+            .max(wire::ZOID_PACKET_PAYLOAD);
+        let (h, payload, seal) = wire::parse_frame(frame, max_payload).ok()?;
+        if h.kind != Kind::Data
+            || h.dst != self.node_id
+            || h.lane != Lane::Control
+            || h.flags != FLAG_FIRST | FLAG_LAST
+        {
+            return None;
+        }
+        let ni = self
+            .neighbor(h.src)
+            .filter(|&i| self.neighbors[i].link == li && self.neighbors[i].up)?;
+        wire::check_seal(self.auth.as_ref(), seal, self.session_from(ni), frame).ok()?;
+        let r = &self.neighbors[ni].rx[h.lane.index()];
+        if r.win.classify(h.seq) != RxClass::InOrder
+            || r.win.next_but_one_buffered()
+            || r.reasm.in_message()
+            || r.current.is_some()
+        {
+            return None;
+        }
+        let mut reasm = r.reasm;
+        let step = reasm
+            .feed(h.flags, payload, k.max_msg_size.load(Relaxed) as usize)
+            .ok()?;
+        let header = step.start?;
+        if !step.complete
+            || step.offset != 0
+            || header.dst != self.node_id
+            || header.channel == CHANNEL_TREENET
+            || usize::from(header.channel) >= MAX_CHANNELS
+        {
+            return None;
+        }
+        Some(FastFrame {
+            ni,
+            lane: h.lane,
+            ack: h.ack,
+            xxh64: frame.first() == Some(&WIRE_VERSION_XXH64),
+            header,
+            body: step.data,
+            reasm,
+        })
+    }
+
+    /// Whether neighbour `ni` has frames queued that were never sent.
+    fn has_unsent(&self, ni: usize) -> bool {
+        self.neighbors[ni]
+            .tx
+            .iter()
+            .any(|l| l.msgs.iter().any(|m| m.sent < m.frames))
+    }
+
+    /// Takes a frame [`Inner::fast_candidate`] accepted, as
+    /// [`Inner::handle_frame`] would (its ack, the lane's window and
+    /// reassembly, the counters of a delivered message), except for the
+    /// delivery itself.
+    fn take_fast(&mut self, k: &Knobs, s: &Stats, f: &FastFrame<'_>, now: u64) {
+        count(&s.frames_received);
+        if f.xxh64 {
+            count(&s.frames_xxh64_received);
+        }
+        self.neighbors[f.ni].last_rx_ns = now;
+        if let Some(a) = f.ack {
+            count(&s.acks_piggy_received);
+            self.handle_ack(k, s, f.ni, a.lane, a.next, 0);
+        }
+        let r = &mut self.neighbors[f.ni].rx[f.lane.index()];
+        r.unacked += 1;
+        if r.ack_due_ns == u64::MAX {
+            r.ack_due_ns = now.saturating_add(ack_delay_us(k) * 1000);
+        }
+        r.win.advance();
+        r.reasm = f.reasm;
+        r.drain_told = true;
+        let len = u64::from(f.header.len);
+        let cs = &mut self.chan_stats[usize::from(f.header.channel)];
+        cs.msgs_received += 1;
+        cs.bytes_received += len;
+        count(&s.msgs_received);
+        s.bytes_received.fetch_add(len, Relaxed);
+    }
+
     fn route_msg(
         &mut self,
         k: &Knobs,
@@ -1812,17 +2004,21 @@ impl Inner {
             sent: 0,
         };
         let n = &mut self.neighbors[ni];
-        n.queued_bytes += msg.charge();
+        let charge = msg.charge();
+        // Charged once queued (a message that could not be queued is not).
         if threshold > 0 && frames > threshold {
             count(&s.rendezvous_waits);
             n.rdv_wait.push(msg, GFP_KERNEL)?;
+            n.queued_bytes += charge;
             self.request_next(k, ni)?;
         } else if frames > threshold.max(1) {
             n.tx[Lane::Bulk.index()].msgs.push_back(msg, GFP_KERNEL)?;
+            n.queued_bytes += charge;
         } else {
             n.tx[Lane::Control.index()]
                 .msgs
                 .push_back(msg, GFP_KERNEL)?;
+            n.queued_bytes += charge;
         }
         Ok(())
     }
@@ -2292,8 +2488,6 @@ impl Inner {
     /// whether frames are still waiting for budget (not for window space).
     fn transmit(&mut self, k: &Knobs, s: &Stats) -> bool {
         let now = now_us();
-        let window = k.window.load(Relaxed) as usize;
-        let ack_delay = ack_delay_us(k);
         let deadline = now_ns().saturating_add(PASS_TIME_NS);
         let mut more = false;
         // Neighbours take turns at being first (the rest may get only a
@@ -2309,35 +2503,59 @@ impl Inner {
             let mut budget = TX_BUDGET;
             for lane in Lane::ALL {
                 loop {
-                    let l = &mut self.neighbors[ni].tx[lane.index()];
-                    l.win.set_window(window);
-                    l.win.set_peer_ack_delay(ack_delay);
-                    if !l.win.can_send() {
-                        break;
-                    }
-                    let Some(m) = l.msgs.iter_mut().find(|m| m.sent < m.frames) else {
-                        break;
-                    };
                     // Every neighbour gets a frame, however late it is.
-                    if budget == 0 || (budget < TX_BUDGET && now_ns() >= deadline) {
-                        more = true;
-                        break;
+                    if budget < TX_BUDGET && now_ns() >= deadline {
+                        budget = 0;
                     }
-                    budget -= 1;
-                    let seq = l.win.on_send(now);
-                    // Its tail-loss probe, the earliest it can be due.
-                    let wait = l.win.probe_after(l.win.fast_after());
-                    let probe_at = now_ns().saturating_add(wait.saturating_mul(1000));
-                    self.rtx_at = self.rtx_at.min(probe_at);
-                    if m.sent == 0 {
-                        m.first_seq = seq;
+                    match self.send_next(k, s, ni, lane, now, budget > 0) {
+                        Next::Sent => budget -= 1,
+                        Next::Waiting => {
+                            more = true;
+                            break;
+                        }
+                        Next::Nothing => break,
                     }
-                    m.sent += 1;
-                    self.send_frame(k, s, ni, lane, seq);
                 }
             }
         }
         more
+    }
+
+    /// Sends the next new frame of neighbour `ni`'s lane if its window
+    /// allows, and if `go` (the caller's budget; else tells whether one
+    /// would have gone).
+    fn send_next(
+        &mut self,
+        k: &Knobs,
+        s: &Stats,
+        ni: usize,
+        lane: Lane,
+        now: u32,
+        go: bool,
+    ) -> Next {
+        let l = &mut self.neighbors[ni].tx[lane.index()];
+        l.win.set_window(k.window.load(Relaxed) as usize);
+        l.win.set_peer_ack_delay(ack_delay_us(k));
+        if !l.win.can_send() {
+            return Next::Nothing;
+        }
+        let Some(m) = l.msgs.iter_mut().find(|m| m.sent < m.frames) else {
+            return Next::Nothing;
+        };
+        if !go {
+            return Next::Waiting;
+        }
+        let seq = l.win.on_send(now);
+        // Its tail-loss probe, the earliest it can be due.
+        let wait = l.win.probe_after(l.win.fast_after());
+        let probe_at = now_ns().saturating_add(wait.saturating_mul(1000));
+        self.rtx_at = self.rtx_at.min(probe_at);
+        if m.sent == 0 {
+            m.first_seq = seq;
+        }
+        m.sent += 1;
+        self.send_frame(k, s, ni, lane, seq);
+        Next::Sent
     }
 
     fn handle_frame(&mut self, k: &Knobs, s: &Stats, li: usize, mac: Mac, frame: &[u8], now: u64) {
@@ -3000,6 +3218,122 @@ impl Inner {
             }
             _ => count(&s.drop_bad_control),
         }
+    }
+}
+
+impl FastRx for Treenet {
+    fn rx_fast(&self, link: usize, frame: &RxFrameRef<'_>) -> bool {
+        let data = frame.data();
+        if self.knobs.softirq_rx.load(Relaxed) == 0 || data.len() > SOFTIRQ_FRAME_MAX {
+            return false;
+        }
+        // Only the first frames of messages on channels that may answer
+        // are worth a look (the rest costs no lock and no parse).
+        match wire::peek_channel(data) {
+            Some(ch) if usize::from(ch) < MAX_CHANNELS => {
+                if self.softirq_channels.load(Relaxed) & (1 << ch) == 0 {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+        self.take_in_softirq(link, frame)
+    }
+}
+
+impl Treenet {
+    /// The receive softirq's part (see [`ChannelHandler::answer_in_softirq`]):
+    /// a small message that its channel answers at once is taken and
+    /// answered here, as the engine would, without waking the engine
+    /// thread.  Everything else (and everything while a task holds the
+    /// engine, or the engine has events to deliver) is left to the engine.
+    /// Nothing changes before the answer and the room to queue it exist.
+    #[inline(never)]
+    fn take_in_softirq(&self, link: usize, frame: &RxFrameRef<'_>) -> bool {
+        let k = &self.knobs;
+        let s = &self.stats;
+        // With bottom halves disabled (softirq, busy poll) this never
+        // waits: `None` while a task owns the engine.
+        let Some(mut g) = self.inner.try_lock() else {
+            count(&s.softirq_busy);
+            return false;
+        };
+        // Messages are delivered in order and to one handler at a time:
+        // none while the engine has some to deliver or delivers.
+        if !g.events.is_empty() || self.delivering.load(Relaxed) != 0 {
+            return false;
+        }
+        let Some(li) = g
+            .links
+            .iter()
+            .position(|l| matches!(l, Some(Link::Net(n)) if n.id() == link))
+        else {
+            return false;
+        };
+        let data = frame.data();
+        let Some(f) = g.fast_candidate(k, li, data) else {
+            return false;
+        };
+        let (channel, src) = (f.header.channel, f.header.origin);
+        let Some(c) = g.channels.iter().find(|c| c.id == channel) else {
+            return false;
+        };
+        if !c.handler.answers_in_softirq() {
+            return false;
+        }
+        // The answer, and room for it, before anything changes.
+        let Some(answer) = c.handler.answer_in_softirq(channel, src, f.body) else {
+            return false;
+        };
+        let Some(ri) = g.route(src) else {
+            return false;
+        };
+        if g.neighbors[ri].queued_bytes > g.queue_bound(k, ri, answer.len())
+            || frame_count(answer.len(), g.payload_for(k, g.neighbors[ri].link))
+                > (k.ack_threshold.load(Relaxed) as usize).max(1)
+        {
+            return false;
+        }
+        let (Ok(answer), Ok(())) = (
+            Arc::new(answer, GFP_ATOMIC),
+            g.neighbors[ri].tx[Lane::Control.index()]
+                .msgs
+                .reserve_one(GFP_ATOMIC),
+        ) else {
+            count(&s.softirq_nomem);
+            return false;
+        };
+        let napi = frame.napi_id();
+        if napi != 0 && self.busy_napi.load(Relaxed) != napi {
+            self.busy_napi.store(napi, Relaxed);
+        }
+        g.take_fast(k, s, &f, now_ns());
+        // Room was made above: queueing a one-frame message allocates
+        // nothing more.
+        if g.originate(k, s, channel, src, answer).is_err() {
+            count(&s.drop_nomem);
+        }
+        count(&s.softirq_answers);
+        // The answer goes now if the window allows (with the ack of the
+        // frame it answers); anything else is the engine's.
+        let _ = g.send_next(k, s, ri, Lane::Control, now_us(), true);
+        // The rest is the engine thread's: frames the ack let go or that
+        // wait for window (the answer's too, if it could not go), and
+        // blocked senders for whom the ack made room.
+        let more = g.has_unsent(ri) || g.has_unsent(f.ni) || !g.loop_frames.is_empty();
+        let wake = core::mem::take(&mut g.wake_senders);
+        if wake {
+            g.progress_gen = g.progress_gen.wrapping_add(1);
+        }
+        self.rearm(&mut g);
+        drop(g);
+        if wake {
+            self.progress.notify_all();
+        }
+        if more {
+            self.kicker.kick_thread();
+        }
+        true
     }
 }
 

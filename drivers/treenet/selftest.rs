@@ -672,6 +672,25 @@ impl SelfTest {
 }
 
 impl ChannelHandler for SelfTest {
+    fn answers_in_softirq(&self) -> bool {
+        true
+    }
+
+    /// Pings are echoed from the receive softirq, as ICMP echo requests
+    /// are (softirq_rx): the measure of treenet's own round trip.
+    fn answer_in_softirq(&self, channel: u16, _src: u16, msg: &[u8]) -> Option<MsgBuf> {
+        if channel != CHAN_CTL || msg.len() < CTL_LEN || msg[0] != OP_PING {
+            return None;
+        }
+        let mut m = MsgBuf::for_filling(msg.len(), GFP_ATOMIC).ok()?;
+        let mut hh = [0u8; CTL_LEN];
+        hh.copy_from_slice(&msg[..CTL_LEN]);
+        hh[0] = OP_PONG;
+        m.write_at(0, &hh).ok()?;
+        m.write_at(CTL_LEN, &msg[CTL_LEN..]).ok()?;
+        Some(m)
+    }
+
     fn receive(&self, channel: u16, src: u16, msg: Arc<MsgBuf>) {
         // Runs in the engine thread: only non-blocking sends from here.
         if channel == CHAN_DATA || channel == CHAN_SINK {

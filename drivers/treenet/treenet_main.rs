@@ -328,6 +328,9 @@ knob!(show_grant_slots, store_grant_slots, grant_slots, 1, 64);
 knob!(show_drop_ppm, store_drop_ppm, drop_ppm, 0, 1_000_000);
 knob!(show_drop_burst, store_drop_burst, drop_burst, 1, 1000);
 knob!(show_deaf_ppm, store_deaf_ppm, deaf_ppm, 0, 1_000_000);
+// 1: the receive softirq answers small messages a channel answers at once
+// (the self-test's pings); 0: every frame goes to the engine thread.
+knob!(show_softirq_rx, store_softirq_rx, softirq_rx, 0, 1);
 knob!(show_dup_ppm, store_dup_ppm, dup_ppm, 0, 1_000_000);
 knob!(
     show_reorder_ppm,
@@ -446,7 +449,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 36] = [
+static ATTRS: [Attribute<Ctx>; 37] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -478,6 +481,7 @@ static ATTRS: [Attribute<Ctx>; 36] = [
     Attribute::rw(c"dup_ppm", show_dup_ppm, store_dup_ppm),
     Attribute::rw(c"reorder_ppm", show_reorder_ppm, store_reorder_ppm),
     Attribute::rw(c"deaf_ppm", show_deaf_ppm, store_deaf_ppm),
+    Attribute::rw(c"softirq_rx", show_softirq_rx, store_softirq_rx),
     Attribute::rw(c"selftest", show_selftest, store_selftest),
     Attribute::ro(c"selftest_events", show_selftest_events),
     Attribute::ro(c"max_window", show_max_window),
@@ -513,6 +517,10 @@ fn param_str(p: *const c_char) -> &'static [u8] {
 
 impl kernel::Module for TreenetModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        if !zoid_kernel::ownlock::layout_matches() {
+            pr_err!("treenet: the owner lock's Rust and C layouts differ\n");
+            return Err(EINVAL);
+        }
         api::init_slot();
         // SAFETY: the accessors read module parameters set before init.
         let (node_id, role, pset) = unsafe {
@@ -693,6 +701,62 @@ mod zoid_kernel_tests {
         // Empty: an empty slice, no mapping.
         buf.truncate(0)?;
         assert!(buf.map()?.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn ownlock_layout_matches_the_shim() {
+        assert!(super::zoid_kernel::ownlock::layout_matches());
+    }
+
+    /// An owner lock and a condition variable, for the owner lock's test.
+    #[pin_data]
+    struct Locked {
+        #[pin]
+        lock: super::zoid_kernel::ownlock::OwnLock<u32>,
+        #[pin]
+        cv: kernel::sync::CondVar,
+    }
+
+    #[test]
+    fn ownlock_owner_excludes_atomic_holders() -> Result {
+        use super::zoid_kernel::ownlock::BhDisabled;
+        let t = KBox::pin_init(
+            pin_init!(Locked {
+                lock <- crate::new_ownlock!(7u32, "zoid_kernel::test_ownlock"),
+                cv <- kernel::new_condvar!("zoid_kernel::test_ownlock_cv"),
+            }),
+            GFP_KERNEL,
+        )?;
+        {
+            let mut g = t.lock.lock();
+            *g += 1;
+            // Owned: neither a section with bottom halves off (a softirq)
+            // nor another try gets it.
+            {
+                let _bh = BhDisabled::new();
+                assert!(t.lock.try_lock().is_none());
+            }
+            assert!(t.lock.try_lock().is_none());
+            // The owner may sleep: a wait gives the lock up and takes it again.
+            let _ = t.cv.wait_interruptible_timeout(&mut g, 1);
+            assert_eq!(*g, 8);
+            let _bh = BhDisabled::new();
+            assert!(t.lock.try_lock().is_none());
+        }
+        // Free: a section with bottom halves off takes it without waiting...
+        {
+            let _bh = BhDisabled::new();
+            let mut g = t.lock.try_lock().ok_or(EBUSY)?;
+            *g += 1;
+        }
+        // ... and a task's try makes it the owner, which may sleep.
+        {
+            let mut g = t.lock.try_lock().ok_or(EBUSY)?;
+            *g += 1;
+            let _ = t.cv.wait_interruptible_timeout(&mut g, 1);
+        }
+        assert_eq!(*t.lock.lock(), 10);
         Ok(())
     }
 

@@ -52,6 +52,12 @@ impl<T> Fifo<T> {
         self.back.push(value, flags)
     }
 
+    /// Makes room for one more element, so that the next
+    /// [`Fifo::push_back`] does not allocate.
+    pub(crate) fn reserve_one(&mut self, flags: Flags) -> Result<(), AllocError> {
+        self.back.reserve(1, flags)
+    }
+
     /// The first (oldest) element.
     pub(crate) fn front(&self) -> Option<&T> {
         self.front.last().or_else(|| self.back.first())

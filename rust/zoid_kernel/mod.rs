@@ -28,6 +28,7 @@ pub(crate) mod hooks;
 pub(crate) mod kthread;
 pub(crate) mod msgbuf;
 pub(crate) mod netlink;
+pub(crate) mod ownlock;
 pub(crate) mod procevents;
 pub(crate) mod stats;
 pub(crate) mod suite;

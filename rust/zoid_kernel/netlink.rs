@@ -7,10 +7,14 @@
 //! them with [`NetLink::recv`] and sends with [`NetLink::send`].  Dropping
 //! the link unregisters it, waiting for receivers in flight, and frees
 //! queued frames.
+//!
+//! An owner may also take frames in softirq, before they are queued
+//! ([`FastRx`], [`NetLink::open_fast`]): a frame it does not take is
+//! queued as usual.
 
 use super::kthread::{Kicker, RawThread};
-use core::ptr::NonNull;
-use kernel::ffi::{c_char, c_int, c_uint};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::ffi::{c_char, c_int, c_uint, c_void};
 use kernel::{
     prelude::*,
     str::CStr,
@@ -33,6 +37,8 @@ extern "C" {
         ethertype: u16,
         rxq_limit: c_uint,
         kick: *mut RawThread,
+        fast: Option<FastFn>,
+        fast_ctx: *mut c_void,
         err: *mut c_int,
     ) -> *mut RawNetLink;
     fn zk_netlink_close(l: *mut RawNetLink);
@@ -53,6 +59,42 @@ extern "C" {
     fn zk_netlink_tx_flush(l: *mut RawNetLink, b: *mut c_uint);
     fn zk_skb_napi_id(skb: *const RawSkb) -> c_uint;
     fn zk_busy_poll(napi_id: c_uint, t: *mut RawThread, done: *const u32, until_ns: u64) -> bool;
+}
+
+/// The shim's fast-path callback (`zk_netlink_fast_fn`).
+type FastFn = unsafe extern "C" fn(*mut c_void, *const RawNetLink, *mut RawSkb) -> bool;
+
+/// An owner's receive fast path (see [`NetLink::open_fast`]).
+pub(crate) trait FastRx: Sync {
+    /// Offered each frame of link `link` (its [`NetLink::id`]) in
+    /// softirq, or in a busy-polling task with bottom halves disabled,
+    /// while none is queued: returns whether it took the frame (else it is
+    /// queued and the link's kicker woken, as without a fast path).  Must
+    /// not sleep.
+    fn rx_fast(&self, link: usize, frame: &RxFrameRef<'_>) -> bool;
+}
+
+/// The shim calls this with the owner given to [`NetLink::open_fast`].
+///
+/// # Safety
+///
+/// `ctx` is the `&T` given to `open_fast`, still alive (its contract);
+/// `skb` is a linear frame the shim holds for the duration of the call.
+unsafe extern "C" fn fast_trampoline<T: FastRx>(
+    ctx: *mut c_void,
+    l: *const RawNetLink,
+    skb: *mut RawSkb,
+) -> bool {
+    // SAFETY: see the function's contract.
+    let owner = unsafe { &*ctx.cast::<T>() };
+    let Some(skb) = NonNull::new(skb) else {
+        return false;
+    };
+    let frame = RxFrameRef {
+        skb,
+        _frame: PhantomData,
+    };
+    owner.rx_fast(l as usize, &frame)
 }
 
 /// A MAC address.
@@ -98,15 +140,59 @@ impl NetLink {
         rxq_limit: u32,
         kicker: Arc<Kicker>,
     ) -> Result<Self> {
+        // SAFETY: no fast path, nothing to outlive the link.
+        unsafe { Self::open_raw(ifname, ethertype, rxq_limit, kicker, None) }
+    }
+
+    /// Like [`NetLink::open`], and frames are offered to `owner`'s
+    /// [`FastRx::rx_fast`] first, in softirq.
+    ///
+    /// # Safety
+    ///
+    /// `owner` must stay alive (and not move) until the link is dropped:
+    /// dropping it waits for the receivers in flight, after which the
+    /// owner is no longer called.
+    pub(crate) unsafe fn open_fast<T: FastRx>(
+        ifname: &CStr,
+        ethertype: u16,
+        rxq_limit: u32,
+        kicker: Arc<Kicker>,
+        owner: &T,
+    ) -> Result<Self> {
+        let fast = (
+            fast_trampoline::<T> as FastFn,
+            core::ptr::from_ref(owner).cast_mut().cast::<c_void>(),
+        );
+        // SAFETY: the caller keeps `owner` alive as long as the link.
+        unsafe { Self::open_raw(ifname, ethertype, rxq_limit, kicker, Some(fast)) }
+    }
+
+    /// # Safety
+    ///
+    /// `fast`'s context stays valid for its function as long as the link.
+    unsafe fn open_raw(
+        ifname: &CStr,
+        ethertype: u16,
+        rxq_limit: u32,
+        kicker: Arc<Kicker>,
+        fast: Option<(FastFn, *mut c_void)>,
+    ) -> Result<Self> {
         let mut err: c_int = 0;
+        let (fast, fast_ctx) = match fast {
+            Some((f, c)) => (Some(f), c),
+            None => (None, core::ptr::null_mut()),
+        };
         // SAFETY: `ifname` is NUL-terminated; `kicker`'s record outlives the
-        // link (we keep a reference); `err` is writable.
+        // link (we keep a reference); `fast_ctx` outlives it (the caller's
+        // contract); `err` is writable.
         let raw = unsafe {
             zk_netlink_open(
                 ifname.as_char_ptr(),
                 ethertype,
                 rxq_limit,
                 kicker.as_raw(),
+                fast,
+                fast_ctx,
                 &mut err,
             )
         };
@@ -117,6 +203,12 @@ impl NetLink {
             }),
             None => Err(Error::from_errno(err)),
         }
+    }
+
+    /// What [`FastRx::rx_fast`] is told the link is: unique among live
+    /// links.
+    pub(crate) fn id(&self) -> usize {
+        self.raw.as_ptr() as usize
     }
 
     /// Takes the oldest received frame.
@@ -226,27 +318,67 @@ pub(crate) struct RxFrame {
 unsafe impl Send for RxFrame {}
 
 impl RxFrame {
+    /// The frame, borrowed.
+    pub(crate) fn as_ref(&self) -> RxFrameRef<'_> {
+        RxFrameRef {
+            skb: self.skb,
+            _frame: PhantomData,
+        }
+    }
+
     /// The frame's bytes after the Ethernet header.
     pub(crate) fn data(&self) -> &[u8] {
-        let mut len: c_uint = 0;
-        // SAFETY: the skb is ours and linear (the shim linearised it).
-        let p = unsafe { zk_skb_data(self.skb.as_ptr(), &mut len) };
-        // SAFETY: a linear skb has `len` readable bytes at `data`, valid
-        // until the skb is freed (which needs `self`).
-        unsafe { core::slice::from_raw_parts(p, len as usize) }
+        let f = self.as_ref();
+        let (p, len) = f.raw_data();
+        // SAFETY: as in `RxFrameRef::data`; the bytes live as long as `self`.
+        unsafe { core::slice::from_raw_parts(p, len) }
     }
 
     /// The NAPI context the frame came in on, for [`busy_poll`] (0: none,
     /// or the kernel has no busy polling).
     pub(crate) fn napi_id(&self) -> u32 {
-        // SAFETY: the skb is ours.
+        self.as_ref().napi_id()
+    }
+
+    /// The sender's MAC address.
+    pub(crate) fn src_mac(&self) -> Mac {
+        self.as_ref().src_mac()
+    }
+}
+
+/// A received frame lent for the duration of a call ([`FastRx::rx_fast`],
+/// or from an [`RxFrame`]).
+pub(crate) struct RxFrameRef<'a> {
+    skb: NonNull<RawSkb>,
+    _frame: PhantomData<&'a RawSkb>,
+}
+
+impl RxFrameRef<'_> {
+    fn raw_data(&self) -> (*const u8, usize) {
+        let mut len: c_uint = 0;
+        // SAFETY: the skb is live and linear (the shim linearised it).
+        let p = unsafe { zk_skb_data(self.skb.as_ptr(), &mut len) };
+        (p, len as usize)
+    }
+
+    /// The frame's bytes after the Ethernet header.
+    pub(crate) fn data(&self) -> &[u8] {
+        let (p, len) = self.raw_data();
+        // SAFETY: a linear skb has `len` readable bytes at `data`, valid
+        // while the skb is lent to us (`'_`).
+        unsafe { core::slice::from_raw_parts(p, len) }
+    }
+
+    /// The NAPI context the frame came in on (see [`RxFrame::napi_id`]).
+    pub(crate) fn napi_id(&self) -> u32 {
+        // SAFETY: the skb is live.
         unsafe { zk_skb_napi_id(self.skb.as_ptr()) }
     }
 
     /// The sender's MAC address.
     pub(crate) fn src_mac(&self) -> Mac {
         let mut mac = [0u8; 6];
-        // SAFETY: the skb is ours; `mac` has room for 6 bytes.
+        // SAFETY: the skb is live; `mac` has room for 6 bytes.
         unsafe { zk_skb_src_mac(self.skb.as_ptr(), mac.as_mut_ptr()) };
         mac
     }

@@ -52,6 +52,25 @@ fi
 barrier $tag; tag=$((tag + 1))
 echo 1 > $T/piggyback_acks
 
+# The ION answers pings in its receive softirq (softirq_rx; docs/treenet.md,
+# "Answers in the receive softirq"), waking no engine thread; with
+# softirq_rx=0 its engine thread answers them.
+[ "$(cat $T/softirq_rx)" = 1 ] || { echo "softirq_rx $(cat $T/softirq_rx) at load"; exit 1; }
+a0=$(stat softirq_answers)
+barrier $tag; tag=$((tag + 1))
+[ "$ZOID_NODE" = cn1 ] && st ping 0 32 20 > /dev/null
+barrier $tag; tag=$((tag + 1))
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(stat softirq_answers)" -gt "$a0" ] || { echo "no ping answered in softirq"; nonzero stats $T/stats; exit 1; }
+  echo 0 > $T/softirq_rx
+fi
+a0=$(stat softirq_answers)
+barrier $tag; tag=$((tag + 1))
+[ "$ZOID_NODE" = cn1 ] && st ping 0 32 20 > /dev/null
+barrier $tag; tag=$((tag + 1))
+[ "$(stat softirq_answers)" = "$a0" ] || { echo "answered in softirq with softirq_rx=0"; exit 1; }
+echo 1 > $T/softirq_rx
+
 # Frames between nodes that both accept it carry an XXH64 checksum (wire
 # version 2; docs/treenet.md, "Fast checksums").  With fast_checksum=0 on
 # the CNs they send CRC-32C while the ION goes on with XXH64: messages

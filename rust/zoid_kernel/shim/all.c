@@ -7,6 +7,7 @@
 #include "kthread.c"
 #include "msgbuf.c"
 #include "netlink.c"
+#include "ownlock.c"
 #include "procevents.c"
 #include "umh.c"
 #include "vfs.c"

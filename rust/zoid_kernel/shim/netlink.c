@@ -31,6 +31,12 @@ struct zk_netlink {
 	struct sk_buff_head rxq;
 	unsigned int rxq_limit;
 	struct zk_thread *kick;
+	/*
+	 * The owner's receive fast path (zk_netlink_open): offered each
+	 * frame in softirq while the queue is empty; true if it took it.
+	 */
+	zk_netlink_fast_fn fast;
+	void *fast_ctx;
 	atomic64_t rx_overflow;
 	atomic64_t tx_errors;
 	/*
@@ -61,6 +67,15 @@ static int zk_netlink_rcv(struct sk_buff *skb, struct net_device *dev,
 	    skb_linearize(skb)) {
 		atomic64_inc(&l->rx_overflow);
 		goto drop;
+	}
+	/*
+	 * Only while nothing is queued: a frame taken here never overtakes
+	 * one the owner has yet to dequeue.
+	 */
+	if (l->fast && skb_queue_empty_lockless(&l->rxq) &&
+	    l->fast(l->fast_ctx, l, skb)) {
+		consume_skb(skb);
+		return NET_RX_SUCCESS;
 	}
 	skb_queue_tail(&l->rxq, skb);
 	zk_thread_kick(l->kick);
@@ -106,10 +121,16 @@ static int zk_netlink_event(struct notifier_block *nb, unsigned long event, void
 	return NOTIFY_DONE;
 }
 
-/* Binds to ifname; frames of `ethertype` are queued and `kick` woken. */
+/*
+ * Binds to ifname; frames of `ethertype` are queued and `kick` woken.
+ * `fast` (may be NULL) is offered each frame first, in softirq, while the
+ * queue is empty: if it returns true it took the frame (the skb is freed
+ * when it returns).  `fast_ctx` must outlive the link.
+ */
 struct zk_netlink *zk_netlink_open(const char *ifname, u16 ethertype,
 				   unsigned int rxq_limit,
-				   struct zk_thread *kick, int *err)
+				   struct zk_thread *kick, zk_netlink_fast_fn fast,
+				   void *fast_ctx, int *err)
 {
 	struct zk_netlink *l = kzalloc(sizeof(*l), GFP_KERNEL);
 
@@ -136,6 +157,8 @@ struct zk_netlink *zk_netlink_open(const char *ifname, u16 ethertype,
 	skb_queue_head_init(&l->tx_batch);
 	l->rxq_limit = rxq_limit;
 	l->kick = kick;
+	l->fast = fast;
+	l->fast_ctx = fast_ctx;
 	l->pt.type = htons(ethertype);
 	l->pt.dev = l->held;
 	l->pt.func = zk_netlink_rcv;
@@ -280,7 +303,7 @@ u64 zk_netlink_tx_errors(const struct zk_netlink *l)
 
 /*
  * A frame of `len` bytes to fill, or NULL (no memory, or the device is
- * gone).  Frames are built for the largest link-layer header any Ethernet
+ * gone; with bottom halves disabled the allocation does not wait).  Frames are built for the largest link-layer header any Ethernet
  * device needs, so they stay valid whatever happens to the device.
  */
 struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 **data)
@@ -290,7 +313,8 @@ struct sk_buff *zk_netlink_tx_alloc(struct zk_netlink *l, unsigned int len, u8 *
 
 	if (!rcu_access_pointer(l->dev))
 		return NULL;
-	skb = alloc_skb(hlen + len + 64, GFP_KERNEL);
+	/* Frames sent from the receive fast path (softirq) may not sleep. */
+	skb = alloc_skb(hlen + len + 64, in_softirq() ? GFP_ATOMIC : GFP_KERNEL);
 	if (!skb)
 		return NULL;
 	skb_reserve(skb, hlen);

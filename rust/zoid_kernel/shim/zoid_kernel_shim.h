@@ -11,6 +11,8 @@
 struct sk_buff;
 struct zk_thread;
 struct zk_netlink;
+struct zk_ownlock;
+struct lock_class_key;
 
 bool zk_current_is_admin(void);
 s32 zk_current_tgid(void);
@@ -39,9 +41,12 @@ int zk_thread_nice(struct zk_thread *t, int *nice);
 bool zk_thread_should_stop(void);
 void zk_thread_wait(struct zk_thread *t, long timeout);
 
+typedef bool (*zk_netlink_fast_fn)(void *ctx, const struct zk_netlink *l,
+				   struct sk_buff *skb);
 struct zk_netlink *zk_netlink_open(const char *ifname, u16 ethertype,
 				   unsigned int rxq_limit,
-				   struct zk_thread *kick, int *err);
+				   struct zk_thread *kick, zk_netlink_fast_fn fast,
+				   void *fast_ctx, int *err);
 void zk_netlink_close(struct zk_netlink *l);
 struct sk_buff *zk_netlink_rx(struct zk_netlink *l);
 const u8 *zk_skb_data(const struct sk_buff *skb, unsigned int *len);
@@ -171,5 +176,17 @@ struct zk_proc_probes;
 typedef void (*zk_proc_fn)(void *ctx, u32 kind, s32 pid, s32 tgid, s32 other);
 struct zk_proc_probes *zk_proc_probes_start(zk_proc_fn fn, void *ctx, int *err);
 void zk_proc_probes_stop(struct zk_proc_probes *p);
+
+/* ownlock.c */
+void zk_ownlock_layout(size_t *v);
+void zk_ownlock_init(struct zk_ownlock *l, const char *name, struct lock_class_key *key);
+void zk_ownlock_lock(struct zk_ownlock *l);
+void zk_ownlock_unlock(struct zk_ownlock *l);
+int zk_ownlock_trylock(struct zk_ownlock *l);
+void zk_ownlock_unlock_atomic(struct zk_ownlock *l);
+void zk_ownlock_relock_atomic(struct zk_ownlock *l);
+void zk_ownlock_assert_held(struct zk_ownlock *l);
+void zk_local_bh_disable(void);
+void zk_local_bh_enable(void);
 
 #endif

@@ -313,8 +313,10 @@ fn receive_window_classifies_and_sacks() {
     w.mark(2);
     assert_eq!(w.classify(0), RxClass::Duplicate);
     assert_eq!(w.sack(), 0b1010);
+    assert!(!w.next_but_one_buffered());
     w.advance();
     assert_eq!(w.pop_ready(), None);
+    assert!(w.next_but_one_buffered());
     w.advance();
     assert_eq!(w.pop_ready(), Some(0));
     assert_eq!(w.pop_ready(), None);
@@ -941,4 +943,38 @@ fn a_slow_receiver_that_acks_draws_no_timeout() {
         }
     }
     assert_eq!(s.cwnd(), 8);
+}
+
+#[test]
+fn peek_channel_reads_first_frames_of_data_only() {
+    let mh = MsgHeader {
+        origin: 1,
+        dst: 0,
+        channel: 0x0203,
+        flags: 0,
+        len: 4,
+        id: 9,
+    };
+    let mut payload = mh.encode().to_vec();
+    payload.extend_from_slice(b"ping");
+    let first = FrameHeader::data(1, 0, Lane::Control, 5, FLAG_FIRST | FLAG_LAST);
+    let f = build_frame(&first, &payload);
+    assert_eq!(peek_channel(&f), Some(0x0203));
+    // With an ack riding along, and checksummed by XXH64: the same.
+    let acked = first.with_ack(PiggyAck {
+        lane: Lane::Bulk,
+        next: 3,
+    });
+    assert_eq!(
+        peek_channel(&build_frame_with(Checksum::Xxh64, &acked, &payload)),
+        Some(0x0203)
+    );
+    // A later frame of a message, an ack, a hello, a short frame: none.
+    let later = FrameHeader::data(1, 0, Lane::Control, 6, FLAG_LAST);
+    assert_eq!(peek_channel(&build_frame(&later, b"tail")), None);
+    assert_eq!(peek_channel(&f[..HEADER_LEN + 5]), None);
+    assert_eq!(peek_channel(&[]), None);
+    let mut ack = f.clone();
+    ack[1] = 0x20;
+    assert_eq!(peek_channel(&ack), None);
 }

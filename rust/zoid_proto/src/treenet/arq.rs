@@ -567,6 +567,12 @@ impl RecvWindow {
         }
     }
 
+    /// Whether the frame after the next expected one is buffered (so
+    /// consuming the next one would let [`RecvWindow::pop_ready`] go on).
+    pub fn next_but_one_buffered(&self) -> bool {
+        self.has(self.next.wrapping_add(1))
+    }
+
     /// Selective ack bits for the frames after the next expected one.
     pub fn sack(&self) -> u64 {
         let mut bits = 0u64;

@@ -464,6 +464,23 @@ pub fn parse(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, &[u8]), F
     }
 }
 
+/// The channel of the message a frame starts, read without checking the
+/// frame (its checksum or tag, its sender): a filter for what is worth
+/// parsing, never a basis for accepting it.  `None` for anything but the
+/// first frame of a message on a data frame.
+pub fn peek_channel(frame: &[u8]) -> Option<u16> {
+    let kind_byte = *frame.get(1)? & !FLAG_MAC;
+    let data = matches!(
+        kind_byte >> 4,
+        KIND_DATA | KIND_DATA_ACK_CONTROL | KIND_DATA_ACK_BULK
+    );
+    if !data || kind_byte & FLAG_FIRST == 0 {
+        return None;
+    }
+    let at = HEADER_LEN + 4;
+    Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]))
+}
+
 /// Parses one received frame: its checksum is verified here, its tag (if it
 /// carries one) is returned for [`verify_tag`].
 pub fn parse_frame(
