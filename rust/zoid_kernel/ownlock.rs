@@ -1,24 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An owner lock: the socket lock's model (`lock_sock`/`release_sock`/
-//! `bh_lock_sock`), as a [`kernel::sync::lock::Backend`] (C side:
-//! `shim/ownlock.c`).
+//! An owner lock: a lock a task may sleep under and that a softirq may
+//! take without waiting, in the spirit of the socket lock (`lock_sock`,
+//! `bh_lock_sock`) with a mutex's fast path, as a
+//! [`kernel::sync::lock::Backend`] (C side: `shim/ownlock.c`).
 //!
-//! [`OwnLock::lock`] makes the current task the owner.  The owner runs
-//! with no spinlock held, so it may sleep, allocate with `GFP_KERNEL` and
-//! wait on a [`kernel::sync::CondVar`], as under a
-//! [`kernel::sync::Mutex`]; other tasks wait for it.
+//! [`OwnLock::lock`] takes it (one compare-and-exchange when it is free,
+//! else the task sleeps until it is let go).  The task holding it may
+//! sleep, allocate with `GFP_KERNEL` and wait on a
+//! [`kernel::sync::CondVar`], as under a [`kernel::sync::Mutex`].
 //!
 //! Code that cannot sleep (a softirq, a busy-polling task: bottom halves
 //! disabled) calls [`OwnLock::try_lock`] instead.  There it never waits:
-//! it gets `None` while a task owns the lock, or else a guard that holds
-//! the lock's spinlock with bottom halves disabled for as long as it
-//! lives, so the section must not sleep.  Called with bottom halves
-//! enabled, `try_lock` tries to become the owner, like a mutex's.
+//! it gets `None` while the lock is held, or else a guard for a section
+//! that must not sleep.  Called with bottom halves enabled, `try_lock`
+//! tries to take it as `lock` would, like a mutex's.
 //!
 //! So one lock serialises a thread that sleeps while it holds it and a
 //! softirq that must not wait, and the softirq defers its work whenever
-//! the lock is owned.
+//! the lock is held.
 
 use core::mem::offset_of;
 use kernel::bindings;
@@ -29,10 +29,9 @@ use kernel::sync::lock::{Backend, Guard, Lock};
 /// ([`layout_matches`] checks that).
 #[repr(C)]
 pub(crate) struct OwnLockState {
-    slock: bindings::spinlock_t,
+    state: bindings::atomic_t,
     wq: bindings::wait_queue_head,
     dep_map: bindings::lockdep_map,
-    owned: bool,
 }
 
 /// The shim's `struct zk_ownlock`, as its functions take it (the Rust
@@ -62,34 +61,32 @@ extern "C" {
 /// Whether [`OwnLockState`] has the C struct's size and field offsets.
 /// A module checks it once at load, before it creates a lock.
 pub(crate) fn layout_matches() -> bool {
-    let mut v = [0usize; 4];
-    // SAFETY: the shim writes four `size_t`s to `v`, which has room for them.
+    let mut v = [0usize; 3];
+    // SAFETY: the shim writes three `size_t`s to `v`, which has room for them.
     unsafe { zk_ownlock_layout(v.as_mut_ptr()) };
     v == [
         core::mem::size_of::<OwnLockState>(),
         offset_of!(OwnLockState, wq),
         offset_of!(OwnLockState, dep_map),
-        offset_of!(OwnLockState, owned),
     ]
 }
 
 /// How a guard holds the lock.
 pub(crate) enum OwnGuard {
-    /// The task owns the lock (it may sleep).
+    /// A task holds the lock (it may sleep).
     Owner,
-    /// Bottom halves disabled, the spinlock held (no sleeping).
+    /// Taken with bottom halves disabled (no sleeping).
     Atomic,
 }
 
 /// The [`Backend`] of an [`OwnLock`].
 pub(crate) struct OwnLockBackend;
 
-// SAFETY: between `lock` (or a successful `try_lock`) and `unlock`, either
-// the current task owns the lock (`owned` set under the spinlock, and
-// nobody else sets it or takes the spinlock for long while it is set) or
-// the caller holds the spinlock, which it only gets while no task owns the
-// lock: one holder at a time.  `relock` takes the lock the way the guard
-// state says it was taken.
+// SAFETY: `lock` and a successful `try_lock` set the state's HELD bit by a
+// compare-and-exchange (with acquire ordering) from a state without it,
+// and `unlock` clears it (with release ordering): one holder at a time,
+// whatever its kind.  `relock` takes the lock the way the guard state says
+// it was taken.
 unsafe impl Backend for OwnLockBackend {
     type State = OwnLockState;
     type GuardState = OwnGuard;
@@ -118,9 +115,10 @@ unsafe impl Backend for OwnLockBackend {
 
     unsafe fn unlock(ptr: *mut Self::State, guard_state: &Self::GuardState) {
         match guard_state {
-            // SAFETY: the current task owns the lock (the caller's contract).
+            // SAFETY: the current task holds the lock (the caller's contract).
             OwnGuard::Owner => unsafe { zk_ownlock_unlock(raw(ptr)) },
-            // SAFETY: the caller holds the spinlock, taken by `try_lock`.
+            // SAFETY: the caller holds it, taken by `try_lock` with bottom
+            // halves disabled.
             OwnGuard::Atomic => unsafe { zk_ownlock_unlock_atomic(raw(ptr)) },
         }
     }
@@ -129,7 +127,7 @@ unsafe impl Backend for OwnLockBackend {
         match guard_state {
             // SAFETY: initialised; it was owned and given up (the caller's contract).
             OwnGuard::Owner => unsafe { zk_ownlock_lock(raw(ptr)) },
-            // SAFETY: as above; the shim warns if a task took it meanwhile.
+            // SAFETY: as above; the shim warns (no such holder may wait).
             OwnGuard::Atomic => unsafe { zk_ownlock_relock_atomic(raw(ptr)) },
         }
     }
