@@ -45,7 +45,7 @@ ZOID_ARCH ?= x86_64
 FLAVOR ?= debug
 KDIR ?=
 
-.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-callpath bench-profile bench-hooks conformance
+.PHONY: run check setup kernel modules host-test sim soak fmt clean bench bench-treenet bench-zoid bench-callpath bench-profile bench-knob bench-hooks conformance
 
 run:
 	@scripts/run.sh
@@ -79,6 +79,9 @@ bench-callpath:
 
 bench-profile:
 	@scripts/bench-profile.sh
+
+bench-knob:
+	@scripts/bench-knob.sh
 
 bench-hooks:
 	@scripts/bench-hooks.sh
