@@ -1832,13 +1832,7 @@ impl Inner {
         if faults != 0 || self.held.is_some() {
             return None;
         }
-        let max_payload = self
-            .links
-            .get(li)
-            .and_then(|l| l.as_ref())
-            .map_or(0, |l| l.mtu())
-            .saturating_sub(HEADER_LEN)
-            .max(wire::ZOID_PACKET_PAYLOAD);
+        let max_payload = self.rx_payload_max(li);
         let (h, payload, seal) = wire::parse_frame(frame, max_payload).ok()?;
         if h.kind != Kind::Data
             || h.dst != self.node_id
@@ -2558,14 +2552,18 @@ impl Inner {
         Next::Sent
     }
 
-    fn handle_frame(&mut self, k: &Knobs, s: &Stats, li: usize, mac: Mac, frame: &[u8], now: u64) {
-        let max_payload = self
-            .links
+    /// The largest payload a frame received on link `li` may carry.
+    fn rx_payload_max(&self, li: usize) -> usize {
+        self.links
             .get(li)
             .and_then(|l| l.as_ref())
             .map_or(0, |l| l.mtu())
             .saturating_sub(HEADER_LEN)
-            .max(wire::ZOID_PACKET_PAYLOAD);
+            .max(wire::ZOID_PACKET_PAYLOAD)
+    }
+
+    fn handle_frame(&mut self, k: &Knobs, s: &Stats, li: usize, mac: Mac, frame: &[u8], now: u64) {
+        let max_payload = self.rx_payload_max(li);
         let (h, payload, seal) = match wire::parse_frame(frame, max_payload) {
             Ok(x) => x,
             Err(e) => {
