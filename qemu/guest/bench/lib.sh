@@ -158,7 +158,7 @@ report() { n=$1; shift; say "$n runs: $*"; echo "BENCH $n $(median "$@")"; }
 # interrupts, in /tmp/snap.<name> (for delta).
 snap() {
   {
-    awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue"
+    awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue|softirq_"
     awk '{print "zoid."$1, $2}' $Z/stats 2>/dev/null | grep -E "calls_|direct|inline"
     for p in /proc/[0-9]*; do
       c=$(cat $p/comm 2>/dev/null) || continue
