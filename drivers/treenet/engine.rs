@@ -3235,7 +3235,7 @@ impl FastRx for Treenet {
             }
             _ => return false,
         }
-        self.take_in_softirq(link, frame)
+        self.take_in_softirq(link, frame, data)
     }
 }
 
@@ -3247,7 +3247,7 @@ impl Treenet {
     /// engine, or the engine has events to deliver) is left to the engine.
     /// Nothing changes before the answer and the room to queue it exist.
     #[inline(never)]
-    fn take_in_softirq(&self, link: usize, frame: &RxFrameRef<'_>) -> bool {
+    fn take_in_softirq(&self, link: usize, frame: &RxFrameRef<'_>, data: &[u8]) -> bool {
         let k = &self.knobs;
         let s = &self.stats;
         // With bottom halves disabled (softirq, busy poll) this never
@@ -3268,7 +3268,6 @@ impl Treenet {
         else {
             return false;
         };
-        let data = frame.data();
         let Some(f) = g.fast_candidate(k, li, data) else {
             return false;
         };

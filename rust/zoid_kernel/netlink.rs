@@ -328,10 +328,7 @@ impl RxFrame {
 
     /// The frame's bytes after the Ethernet header.
     pub(crate) fn data(&self) -> &[u8] {
-        let f = self.as_ref();
-        let (p, len) = f.raw_data();
-        // SAFETY: as in `RxFrameRef::data`; the bytes live as long as `self`.
-        unsafe { core::slice::from_raw_parts(p, len) }
+        self.as_ref().data()
     }
 
     /// The NAPI context the frame came in on, for [`busy_poll`] (0: none,
@@ -353,20 +350,16 @@ pub(crate) struct RxFrameRef<'a> {
     _frame: PhantomData<&'a RawSkb>,
 }
 
-impl RxFrameRef<'_> {
-    fn raw_data(&self) -> (*const u8, usize) {
+impl<'a> RxFrameRef<'a> {
+    /// The frame's bytes after the Ethernet header, for as long as the
+    /// frame is lent.
+    pub(crate) fn data(&self) -> &'a [u8] {
         let mut len: c_uint = 0;
-        // SAFETY: the skb is live and linear (the shim linearised it).
+        // SAFETY: the skb is live for `'a` and linear (the shim linearised it).
         let p = unsafe { zk_skb_data(self.skb.as_ptr(), &mut len) };
-        (p, len as usize)
-    }
-
-    /// The frame's bytes after the Ethernet header.
-    pub(crate) fn data(&self) -> &[u8] {
-        let (p, len) = self.raw_data();
         // SAFETY: a linear skb has `len` readable bytes at `data`, valid
-        // while the skb is lent to us (`'_`).
-        unsafe { core::slice::from_raw_parts(p, len) }
+        // while the skb is lent to us (`'a`).
+        unsafe { core::slice::from_raw_parts(p, len as usize) }
     }
 
     /// The NAPI context the frame came in on (see [`RxFrame::napi_id`]).
