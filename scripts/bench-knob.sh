@@ -6,13 +6,14 @@
 # per value the medians and the medians of the ratios to TCP (>1: faster).
 #
 #   make bench-knob KNOB=softirq_rx VALUES="1 0" [NODES=ion] [ROUNDS=4] [N=2000]
+#   make bench-knob KNOB=zoid/softirq_calls VALUES="1 0"   (a zoid knob)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 log="$repo/out/bench-knob"
 bin=$("$here/build-guest-tool.sh" x86_64 tools/zoid/zoidbench.c)
 rm -rf "$log"
-env="KNOB=${KNOB:?KNOB=<treenet knob>} VALUES='${VALUES:?VALUES=\"a b\"}' NODES=${NODES:-ion} ROUNDS=${ROUNDS:-4} N=${N:-2000}"
+env="KNOB=${KNOB:?KNOB=<treenet knob, or zoid/<knob>>} VALUES='${VALUES:?VALUES=\"a b\"}' NODES=${NODES:-ion} ROUNDS=${ROUNDS:-4} N=${N:-2000}"
 rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor "${FLAVOR:-release}" --cns 1 --log "$log" \
   --add "$bin:/zoid/bench/zoidbench" \

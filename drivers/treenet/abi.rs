@@ -27,10 +27,14 @@ struct RawBuilder {
     _private: [u8; 0],
 }
 
+type RawAnswer =
+    unsafe extern "C" fn(*mut c_void, u16, u16, bool, *const u8, usize, *mut u8, usize) -> isize;
+
 #[repr(C)]
 struct RawOps {
     receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut RawMsg)>,
     peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
+    answer: Option<RawAnswer>,
 }
 
 extern "C" {
@@ -380,13 +384,36 @@ impl Drop for MappedMessage {
     }
 }
 
-/// What a channel's owner does with its traffic.  Both methods run in
-/// treenet's engine thread: they must not sleep for long (queue the work).
+/// What a channel's owner does with its traffic.  `receive` and
+/// `peer_event` run in treenet's engine thread: they must not sleep for
+/// long (queue the work).
 pub(crate) trait Handler: Send + Sync + 'static {
+    /// Whether [`Handler::answer_in_softirq`] answers anything.
+    const ANSWERS_IN_SOFTIRQ: bool = false;
     /// A whole message arrived from node `src`.
     fn receive(&self, src: u16, msg: Message);
     /// Node `node` became reachable (`up`) or unreachable.
     fn peer_event(&self, node: u16, up: bool);
+    /// Answers `msg`, a message of one frame from `src` (`below`: a node
+    /// of this node's subtree), from treenet's receive softirq, the way
+    /// ICMP echo is answered (treenet's `softirq_rx`): with `out`, writes
+    /// the answer (at most `out.len()` bytes) and returns its length,
+    /// which treenet sends back at once, and `receive` is not called for
+    /// `msg`; with `None`, only says whether it would (`Some(_)`), first,
+    /// before treenet makes room for the answer.  Runs in softirq under
+    /// treenet's engine lock, possibly while `receive` runs elsewhere: it
+    /// must not sleep, allocate (but `GFP_ATOMIC`) or call treenet, and
+    /// when it returns `None` it must have changed nothing (`msg` then
+    /// goes to `receive`).
+    fn answer_in_softirq(
+        &self,
+        _src: u16,
+        _below: bool,
+        _msg: &[u8],
+        _out: Option<&mut [u8]>,
+    ) -> Option<usize> {
+        None
+    }
 }
 
 /// A registered channel; unregistered (and no callback running) on drop.
@@ -421,10 +448,48 @@ unsafe extern "C" fn peer_trampoline<H: Handler>(ctx: *mut c_void, node: u16, up
     handler.peer_event(node, up);
 }
 
+/// # Safety
+///
+/// `ctx` must be the `Arc<H>` pointer of a registered [`Channel<H>`];
+/// `msg` valid for reads of `len` bytes and `out`, unless null, for
+/// writes of `cap` bytes, during the call.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn answer_trampoline<H: Handler>(
+    ctx: *mut c_void,
+    _channel: u16,
+    src: u16,
+    below: bool,
+    msg: *const u8,
+    len: usize,
+    out: *mut u8,
+    cap: usize,
+) -> isize {
+    // SAFETY: as in `receive_trampoline`.
+    let handler = unsafe { &*ctx.cast_const().cast::<H>() };
+    // SAFETY: the caller guarantees `msg` is valid for `len` bytes.
+    let msg = unsafe { core::slice::from_raw_parts(msg, len) };
+    let out = if out.is_null() {
+        None
+    } else {
+        // SAFETY: the caller guarantees `out` is valid for writes of `cap`
+        // bytes, and nothing else uses them during the call.
+        Some(unsafe { core::slice::from_raw_parts_mut(out, cap) })
+    };
+    match handler.answer_in_softirq(src, below, msg, out) {
+        Some(n) => isize::try_from(n).unwrap_or(-1),
+        None => -1,
+    }
+}
+
 impl<H: Handler> Channel<H> {
     const OPS: RawOps = RawOps {
         receive: Some(receive_trampoline::<H>),
         peer_event: Some(peer_trampoline::<H>),
+        answer: if H::ANSWERS_IN_SOFTIRQ {
+            Some(answer_trampoline::<H>)
+        } else {
+            None
+        },
     };
 
     /// Registers `handler` for `channel` (4..63; `EBUSY` if taken).

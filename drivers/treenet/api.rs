@@ -48,18 +48,33 @@ pub(crate) struct TreenetOps {
     pub(crate) receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut TreenetMsg)>,
     /// Node reachability changed: `(ctx, node, up)`.
     pub(crate) peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
+    /// Optional: answers a one-frame message in the receive softirq,
+    /// `(ctx, channel, src, below, msg, len, out, cap)`.  With `out` null,
+    /// only whether it would (>= 0: yes); else writes the answer (at most
+    /// `cap` bytes) at `out` and returns its length, or a negative value:
+    /// not answered, and nothing changed ([`AnswerFn`]).
+    pub(crate) answer: Option<AnswerFn>,
 }
+
+/// A channel's softirq answer callback ([`TreenetOps::answer`]; the
+/// contract of [`ChannelHandler::answer_in_softirq`]).
+pub(crate) type AnswerFn =
+    unsafe extern "C" fn(*mut c_void, u16, u16, bool, *const u8, usize, *mut u8, usize) -> isize;
 
 struct CChannel {
     receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut TreenetMsg)>,
     peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
+    answer: Option<AnswerFn>,
     ctx: *mut c_void,
 }
 
 // SAFETY: the registrant promises (see `treenet_register`) that its
-// callbacks and `ctx` may be used from treenet's engine thread.
+// callbacks and `ctx` may be used from treenet's engine thread (and
+// `answer` from its receive softirq).
 unsafe impl Send for CChannel {}
-// SAFETY: as above; treenet calls the callbacks from one thread at a time.
+// SAFETY: as above; treenet calls `receive` from one thread at a time, and
+// `answer` under its engine lock (possibly while `receive` runs), which
+// the registrant's `ctx` allows.
 unsafe impl Sync for CChannel {}
 
 impl ChannelHandler for CChannel {
@@ -78,6 +93,56 @@ impl ChannelHandler for CChannel {
             unsafe { f(self.ctx, node, up) }
         }
     }
+
+    fn answers_in_softirq(&self) -> bool {
+        self.answer.is_some()
+    }
+
+    fn would_answer_in_softirq(&self, channel: u16, src: u16, below: bool, msg: &[u8]) -> bool {
+        let Some(f) = self.answer else {
+            return false;
+        };
+        // SAFETY: registered callback with its context; `msg` is valid for
+        // reads of its length during the call; a null `out` asks only.
+        let r = unsafe {
+            f(
+                self.ctx,
+                channel,
+                src,
+                below,
+                msg.as_ptr(),
+                msg.len(),
+                core::ptr::null_mut(),
+                0,
+            )
+        };
+        r >= 0
+    }
+
+    fn answer_in_softirq(
+        &self,
+        channel: u16,
+        src: u16,
+        below: bool,
+        msg: &[u8],
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let f = self.answer?;
+        // SAFETY: as above; `out` is valid for writes of its length.
+        let r = unsafe {
+            f(
+                self.ctx,
+                channel,
+                src,
+                below,
+                msg.as_ptr(),
+                msg.len(),
+                out.as_mut_ptr(),
+                out.len(),
+            )
+        };
+        usize::try_from(r).ok().filter(|&n| n <= out.len())
+    }
 }
 
 /// Registers the callbacks of `channel` (4..63; 0 is treenet's own, 1 to
@@ -88,7 +153,8 @@ impl ChannelHandler for CChannel {
 /// `ops` must point to a valid `TreenetOps`; its callbacks and `ctx` must
 /// stay usable, from any thread, until `treenet_unregister(channel)`
 /// returned.  Callbacks must not sleep for long nor call
-/// `treenet_unregister`.
+/// `treenet_unregister`; `answer` runs in the receive softirq and must
+/// not sleep at all nor call treenet.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn treenet_register(
     channel: u16,
@@ -105,6 +171,7 @@ pub(crate) unsafe extern "C" fn treenet_register(
             CChannel {
                 receive: ops.receive,
                 peer_event: ops.peer_event,
+                answer: ops.answer,
                 ctx,
             },
             GFP_KERNEL,

@@ -26,7 +26,9 @@ use crate::zoid_proto::siphash::SipKey;
 use crate::zoid_proto::treenet::arq::{
     FrameSlot, RecvWindow, RtoEstimator, RxClass, SendWindow, DEFAULT_WINDOW, MAX_WINDOW,
 };
-use crate::zoid_proto::treenet::frag::{frame_count, frame_spec, ReasmError, Reassembler};
+use crate::zoid_proto::treenet::frag::{
+    first_room, frame_count, frame_spec, ReasmError, Reassembler,
+};
 use crate::zoid_proto::treenet::grant::{
     nearly_received, GrantError, GrantQueue, Request, Waiting, MAX_GRANTS_PER_PEER, MAX_SLOTS,
     MAX_WAITING_PER_PEER,
@@ -40,7 +42,7 @@ use crate::zoid_proto::treenet::wire::{FLAG_FIRST, FLAG_LAST};
 use kernel::prelude::*;
 use kernel::sync::{
     atomic::{Acquire, Atomic, Relaxed},
-    Arc, CondVar, CondVarTimeoutResult, Mutex,
+    Arc, CondVar, CondVarTimeoutResult, Mutex, UniqueArc,
 };
 use kernel::{new_condvar, new_mutex};
 
@@ -321,20 +323,36 @@ pub(crate) trait ChannelHandler: Send + Sync {
     fn receive(&self, channel: u16, src: u16, msg: Arc<MsgBuf>);
     /// Node `node` became reachable (`up`) or unreachable.
     fn peer_event(&self, node: u16, up: bool);
-    /// Whether [`ChannelHandler::answer_in_softirq`] may answer anything.
+    /// Whether [`ChannelHandler::answer_in_softirq`] may answer anything
+    /// (asked once, when the channel is registered).
     fn answers_in_softirq(&self) -> bool {
         false
     }
-    /// An answer to `msg` (a whole message of one frame from node `src` on
-    /// `channel`), to go back to `src` on `channel` at once, or `None`:
-    /// the message goes the usual way, to [`ChannelHandler::receive`].
-    /// Called in the receive softirq under the engine's lock (softirq_rx,
-    /// the way ICMP echo is answered): it must not sleep or call treenet,
-    /// must allocate with `GFP_ATOMIC` only, and must have no side
-    /// effects, because a message it answers may still be given to
-    /// `receive` (the answer could not be queued).  If it returns an
-    /// answer, `receive` is not called for `msg`.
-    fn answer_in_softirq(&self, _channel: u16, _src: u16, _msg: &[u8]) -> Option<MsgBuf> {
+    /// Whether `msg` (a whole message of one frame from node `src` on
+    /// `channel`; `below`: `src` is in this node's subtree) is one
+    /// [`ChannelHandler::answer_in_softirq`] answers.  A quick, pure look,
+    /// asked in the receive softirq under the engine's lock before treenet
+    /// makes room for an answer.
+    fn would_answer_in_softirq(&self, _channel: u16, _src: u16, _below: bool, _msg: &[u8]) -> bool {
+        false
+    }
+    /// Answers `msg` into `out` (at most [`SOFTIRQ_ANSWER_MAX`] bytes) and
+    /// returns the answer's length, which treenet sends back to `src` on
+    /// `channel` at once (softirq_rx, the way ICMP echo is answered); then
+    /// `receive` is not called for `msg`.  Asked only after
+    /// [`ChannelHandler::would_answer_in_softirq`] said yes and room for the
+    /// answer was made, so an answer returned is always sent.  Runs in the
+    /// receive softirq under the engine's lock: it must not sleep, allocate
+    /// (but with `GFP_ATOMIC`) or call treenet.  `None` gives `msg` to
+    /// `receive` as usual, so it must then have changed nothing.
+    fn answer_in_softirq(
+        &self,
+        _channel: u16,
+        _src: u16,
+        _below: bool,
+        _msg: &[u8],
+        _out: &mut [u8],
+    ) -> Option<usize> {
         None
     }
 }
@@ -356,6 +374,9 @@ struct FastFrame<'a> {
 /// Largest frame the receive softirq looks at: answers are for small
 /// messages, and a frame not taken is parsed again by the engine.
 const SOFTIRQ_FRAME_MAX: usize = 512;
+
+/// Longest answer [`ChannelHandler::answer_in_softirq`] may give.
+pub(crate) const SOFTIRQ_ANSWER_MAX: usize = 256;
 
 /// Per-channel statistics.
 #[derive(Clone, Copy, Default)]
@@ -1180,9 +1201,7 @@ impl Treenet {
     /// Whether `node` is a node of this node's subtree (on an ION: a CN of
     /// its pset), reachable now through one of its children.
     pub(crate) fn is_below(&self, node: u16) -> bool {
-        let g = self.inner.lock();
-        let mut children = g.children();
-        children.any(|i| g.neighbors[i].node == node || g.neighbors[i].below.contains(&node))
+        self.inner.lock().is_below(node)
     }
 
     /// The ION of this pset as far as this node knows (itself on an ION).
@@ -1759,6 +1778,12 @@ impl Inner {
             .enumerate()
             .filter(move |(_, n)| n.up && n.node != self.node_id && n.hops > mine)
             .map(|(i, _)| i)
+    }
+
+    /// Whether `node` is in this node's subtree (a child, or below one).
+    fn is_below(&self, node: u16) -> bool {
+        let mut children = self.children();
+        children.any(|i| self.neighbors[i].node == node || self.neighbors[i].below.contains(&node))
     }
 
     /// Neighbour index that leads to `dst`.
@@ -3272,27 +3297,28 @@ impl Treenet {
             return false;
         };
         let (channel, src) = (f.header.channel, f.header.origin);
-        let Some(c) = g.channels.iter().find(|c| c.id == channel) else {
+        let Some(ci) = g.channels.iter().position(|c| c.id == channel) else {
             return false;
         };
-        if !c.handler.answers_in_softirq() {
-            return false;
-        }
-        // The answer, and room for it, before anything changes.
-        let Some(answer) = c.handler.answer_in_softirq(channel, src, f.body) else {
-            return false;
-        };
-        let Some(ri) = g.route(src) else {
-            return false;
-        };
-        if g.neighbors[ri].queued_bytes > g.queue_bound(k, ri, answer.len())
-            || frame_count(answer.len(), g.payload_for(k, g.neighbors[ri].link))
-                > (k.ack_threshold.load(Relaxed) as usize).max(1)
+        let below = g.is_below(src);
+        let handler = &g.channels[ci].handler;
+        if !handler.answers_in_softirq()
+            || !handler.would_answer_in_softirq(channel, src, below, f.body)
         {
             return false;
         }
-        let (Ok(answer), Ok(())) = (
-            Arc::new(answer, GFP_ATOMIC),
+        // Room for the longest answer (one frame), and its buffers, before
+        // anything changes: an answer the handler gives is then always sent.
+        let Some(ri) = g.route(src) else {
+            return false;
+        };
+        let cap = SOFTIRQ_ANSWER_MAX.min(first_room(g.payload_for(k, g.neighbors[ri].link)));
+        if g.neighbors[ri].queued_bytes > g.queue_bound(k, ri, cap) {
+            return false;
+        }
+        let (Ok(mut buf), Ok(slot), Ok(())) = (
+            MsgBuf::for_filling(cap, GFP_ATOMIC),
+            UniqueArc::<MsgBuf>::new_uninit(GFP_ATOMIC),
             g.neighbors[ri].tx[Lane::Control.index()]
                 .msgs
                 .reserve_one(GFP_ATOMIC),
@@ -3300,6 +3326,19 @@ impl Treenet {
             count(&s.softirq_nomem);
             return false;
         };
+        let mut out = [0u8; SOFTIRQ_ANSWER_MAX];
+        let Some(n) =
+            g.channels[ci]
+                .handler
+                .answer_in_softirq(channel, src, below, f.body, &mut out[..cap])
+        else {
+            return false;
+        };
+        // One page, written whole: neither step can fail.
+        let n = n.min(cap);
+        let _ = buf.truncate(n);
+        let _ = buf.write_at(0, &out[..n]);
+        let answer: Arc<MsgBuf> = slot.write(buf).into();
         let napi = frame.napi_id();
         if napi != 0 && self.busy_napi.load(Relaxed) != napi {
             self.busy_napi.store(napi, Relaxed);

@@ -678,17 +678,24 @@ impl ChannelHandler for SelfTest {
 
     /// Pings are echoed from the receive softirq, as ICMP echo requests
     /// are (softirq_rx): the measure of treenet's own round trip.
-    fn answer_in_softirq(&self, channel: u16, _src: u16, msg: &[u8]) -> Option<MsgBuf> {
-        if channel != CHAN_CTL || msg.len() < CTL_LEN || msg[0] != OP_PING {
+    fn would_answer_in_softirq(&self, channel: u16, _src: u16, _below: bool, msg: &[u8]) -> bool {
+        channel == CHAN_CTL && msg.len() >= CTL_LEN && msg[0] == OP_PING
+    }
+
+    fn answer_in_softirq(
+        &self,
+        channel: u16,
+        src: u16,
+        below: bool,
+        msg: &[u8],
+        out: &mut [u8],
+    ) -> Option<usize> {
+        if !self.would_answer_in_softirq(channel, src, below, msg) || msg.len() > out.len() {
             return None;
         }
-        let mut m = MsgBuf::for_filling(msg.len(), GFP_ATOMIC).ok()?;
-        let mut hh = [0u8; CTL_LEN];
-        hh.copy_from_slice(&msg[..CTL_LEN]);
-        hh[0] = OP_PONG;
-        m.write_at(0, &hh).ok()?;
-        m.write_at(CTL_LEN, &msg[CTL_LEN..]).ok()?;
-        Some(m)
+        out[..msg.len()].copy_from_slice(msg);
+        out[0] = OP_PONG;
+        Some(msg.len())
     }
 
     fn receive(&self, channel: u16, src: u16, msg: Arc<MsgBuf>) {

@@ -19,7 +19,7 @@ use crate::zoid_proto::zoid::wire::{CallHeader, FLAG_ASYNC_NOREPLY, HEADER_LEN};
 use core::cell::Cell;
 use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, Mutex, SpinLockIrq};
 
 /// Who called: the implementation API's view of a forwarded call.
 pub(crate) struct Caller {
@@ -237,6 +237,21 @@ pub(crate) trait Plugin: Send + Sync {
     fn inline_ok(&self, _function: u16) -> bool {
         false
     }
+    /// Whether some functions may run in treenet's receive softirq
+    /// ([`Plugin::softirq_ok`]): asked when the plug-in is registered.
+    fn runs_in_softirq(&self) -> bool {
+        false
+    }
+    /// Whether `function` may run in treenet's receive softirq, the way
+    /// ICMP echo is answered (the server's `softirq_calls` knob): with
+    /// interrupts off, so it must not sleep, allocate (but `GFP_ATOMIC`),
+    /// take a lock that is not irq-safe, defer its reply or call treenet,
+    /// and should take a few microseconds at most.  Its caller is told
+    /// nothing more than for any call; the reply must fit one small
+    /// frame (a function whose reply does not fit runs as usual).
+    fn softirq_ok(&self, _function: u16) -> bool {
+        false
+    }
     /// Process `pid` of node `node` ended: release what it held.
     fn process_exit(&self, _node: u16, _pid: u32) {}
     /// Node `node` detached or went down: release everything it held.
@@ -253,6 +268,11 @@ struct Entry {
 pub(crate) struct Registry {
     #[pin]
     entries: Mutex<KVec<Entry>>,
+    /// The enabled plug-ins that run some functions in softirq
+    /// ([`Plugin::runs_in_softirq`]), under a lock softirq may take: a
+    /// copy of part of `entries`, replaced whenever they change.
+    #[pin]
+    softirq: SpinLockIrq<KVec<Arc<dyn Plugin>>>,
 }
 
 impl Registry {
@@ -260,7 +280,36 @@ impl Registry {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             entries <- kernel::new_mutex!(KVec::new(), "zoid::plugins"),
+            softirq <- kernel::new_spinlock_irq!(KVec::new(), "zoid::plugins::softirq"),
         })
+    }
+
+    /// Rebuilds the softirq table from `entries` (held by the caller).
+    /// Without memory for it the table empties: those calls then run as
+    /// any other, never one of a plug-in that is off.
+    fn sync_softirq(&self, entries: &[Entry]) {
+        let mut table = KVec::new();
+        for e in entries
+            .iter()
+            .filter(|e| e.enabled && e.plugin.runs_in_softirq())
+        {
+            if table.push(e.plugin.clone(), GFP_KERNEL).is_err() {
+                table.clear();
+                break;
+            }
+        }
+        let old = core::mem::replace(&mut *self.softirq.lock(), table);
+        // Dropped here, with interrupts on (a plug-in's last reference may
+        // be among them).
+        drop(old);
+    }
+
+    /// Runs `f` on the enabled plug-in `id` if it runs functions in
+    /// softirq, under the table's lock (interrupts off): for treenet's
+    /// receive softirq, which may not take `entries`' mutex.
+    pub(crate) fn with_softirq<R>(&self, id: u16, f: impl FnOnce(&dyn Plugin) -> R) -> Option<R> {
+        let table = self.softirq.lock();
+        table.iter().find(|p| p.id() == id).map(|p| f(&**p))
     }
 
     /// Adds `plugin`, enabled.  Fails with `EEXIST` (and says which
@@ -292,6 +341,7 @@ impl Registry {
             },
             GFP_KERNEL,
         )?;
+        self.sync_softirq(&g);
         Ok(())
     }
 
@@ -300,6 +350,7 @@ impl Registry {
     pub(crate) fn unregister(&self, id: u16) {
         let mut g = self.entries.lock();
         g.retain(|e| e.plugin.id() != id);
+        self.sync_softirq(&g);
     }
 
     /// The enabled plug-in with `id`.
@@ -318,6 +369,7 @@ impl Registry {
             .find(|e| e.plugin.name().as_bytes() == name)
             .ok_or(ENOENT)?;
         e.enabled = enabled;
+        self.sync_softirq(&g);
         Ok(())
     }
 

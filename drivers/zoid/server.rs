@@ -52,7 +52,7 @@ use crate::zoid_proto::zoid::sched::{
     classify, CallScheduler, Priority, QueuedCall, DEFAULT_AGING,
 };
 use crate::zoid_proto::zoid::wire::{
-    split_call, AttachReply, AttachRequest, CallHeader, MsgKind, ATTACH_REPLY_LEN,
+    split_call, AttachReply, AttachRequest, CallHeader, Groups, MsgKind, ATTACH_REPLY_LEN,
     ATTACH_REQUEST_LEN, FLAG_ASYNC_NOREPLY, FLAG_PRIORITY, HEADER_LEN as CALL_HEADER_LEN,
 };
 use crate::CHANNEL;
@@ -88,6 +88,10 @@ pub(crate) struct ServerKnobs {
     /// 1: on an ION, an idle worker drives treenet (see the module's
     /// documentation); 0: idle workers only sleep.
     pub(crate) idle_drive: Atomic<u32>,
+    /// 1: calls up to `inline_bytes` of functions a plug-in allows
+    /// ([`Plugin::softirq_ok`]) run in treenet's receive softirq, which
+    /// sends their reply at once; 0: never.
+    pub(crate) softirq_calls: Atomic<u32>,
 }
 
 impl ServerKnobs {
@@ -100,6 +104,7 @@ impl ServerKnobs {
             inline_bytes: Atomic::new(256),
             small_bytes: Atomic::new(1024),
             idle_drive: Atomic::new(1),
+            softirq_calls: Atomic::new(1),
         }
     }
 }
@@ -286,6 +291,23 @@ pub(crate) fn send_upcall(dst: u16, plugin: u16, function: u16, body: &[u8]) -> 
     treenet::send(CHANNEL, dst, &msg, true)
 }
 
+/// The caller's process and credentials as a call's header and groups
+/// carry them.
+fn creds_of(h: &CallHeader, groups: &Groups<'_>) -> Creds {
+    let mut creds = Creds {
+        pid: h.pid,
+        uid: h.uid,
+        gid: h.gid,
+        groups: [0; MAX_GROUPS],
+        ngroups: 0,
+    };
+    for (slot, g) in creds.groups.iter_mut().zip(groups.iter()) {
+        *slot = g;
+        creds.ngroups += 1;
+    }
+    creds
+}
+
 /// The positive errno of a kernel error (what a reply header carries).
 fn pos(e: Error) -> i32 {
     -e.to_errno()
@@ -342,6 +364,92 @@ impl ServerCore {
             }
         }
         self.push(Inbound::Msg(src, msg));
+    }
+
+    /// Runs a call in treenet's receive softirq and writes its reply into
+    /// `out` (`None`: only whether it would; see
+    /// [`treenet::Handler::answer_in_softirq`]): a call of at most
+    /// `inline_bytes` from a CN of this ION's pset to a function its
+    /// plug-in allows there ([`Plugin::softirq_ok`]), while `softirq_calls`
+    /// is 1 and nothing waits in the inbox (which may hold that CN's
+    /// attach or exit news).  Such a function is pure and quick, so the
+    /// call skips the ledger: a copy the CN sends again runs again.
+    /// Anything else is left to [`ServerCore::deliver`], unchanged.
+    pub(crate) fn answer_in_softirq(
+        &self,
+        src: u16,
+        below: bool,
+        msg: &[u8],
+        out: Option<&mut [u8]>,
+    ) -> Option<usize> {
+        let k = &self.knobs;
+        if k.softirq_calls.load(Relaxed) == 0
+            || !below
+            || self.inbox_pending.load(Relaxed) != 0
+            || msg.len() > k.inline_bytes.load(Relaxed) as usize
+            || msg.len() > k.max_request.load(Relaxed) as usize
+        {
+            return None;
+        }
+        let (h, groups, args) = split_call(msg).ok()?;
+        if h.kind != MsgKind::Call || h.flags & FLAG_ASYNC_NOREPLY != 0 {
+            return None;
+        }
+        self.plugins
+            .with_softirq(h.plugin, |plugin| {
+                if !plugin.softirq_ok(h.function) {
+                    return None;
+                }
+                let Some(out) = out else {
+                    return Some(0);
+                };
+                if out.len() < CALL_HEADER_LEN {
+                    return None;
+                }
+                let start = now_ns();
+                // Not deferrable, no ledger: the reply is the one below.
+                let caller = Caller::new(
+                    src,
+                    creds_of(&h, &groups),
+                    &h,
+                    false,
+                    self.stats.clone(),
+                    None,
+                );
+                let (head, body) = out.split_at_mut(CALL_HEADER_LEN);
+                let (errno, len) = match plugin.dispatch(&caller, h.function, args, body) {
+                    // The plug-in has not run: a worker runs it, with room.
+                    Err(DispatchError::ReplyTooLarge { .. }) => return None,
+                    Err(e) => {
+                        self.stats.c.dispatch_errors.fetch_add(1, Relaxed);
+                        (e.errno(), 0)
+                    }
+                    Ok(r) if r.errno != 0 => (r.errno, 0),
+                    Ok(r) => (0, r.len),
+                };
+                head.copy_from_slice(&reply_header(&h, errno, len));
+                ssi_hook!(
+                    zoid_hook_zoid_dispatch,
+                    Hook::ZoidDispatch,
+                    (u64::from(h.plugin) << 16) | u64::from(h.function),
+                    u64::from(src)
+                );
+                let c = &self.stats.c;
+                c.msgs_received.fetch_add(1, Relaxed);
+                c.bytes_received.fetch_add(msg.len() as u64, Relaxed);
+                c.calls_received.fetch_add(1, Relaxed);
+                c.calls_softirq.fetch_add(1, Relaxed);
+                c.calls_done.fetch_add(1, Relaxed);
+                c.msgs_sent.fetch_add(1, Relaxed);
+                c.bytes_sent
+                    .fetch_add((CALL_HEADER_LEN + len) as u64, Relaxed);
+                self.stats.calls.count(h.plugin, h.function);
+                self.stats
+                    .call_latency
+                    .record_ns(now_ns().saturating_sub(start));
+                Some(CALL_HEADER_LEN + len)
+            })
+            .flatten()
     }
 
     /// Queues the news that `node` is unreachable (engine context).
@@ -520,22 +628,11 @@ impl ServerCore {
         };
         let (caller, args_at) = match split_call(&buf) {
             Ok((h, groups, args)) => {
-                let mut creds = Creds {
-                    pid: h.pid,
-                    uid: h.uid,
-                    gid: h.gid,
-                    groups: [0; MAX_GROUPS],
-                    ngroups: 0,
-                };
-                for (slot, g) in creds.groups.iter_mut().zip(groups.iter()) {
-                    *slot = g;
-                    creds.ngroups += 1;
-                }
                 let at = buf.len() - args.len();
                 (
                     Caller::new(
                         src,
-                        creds,
+                        creds_of(&h, &groups),
                         &h,
                         plugin.reply_is_ret_only(h.function),
                         self.stats.clone(),

@@ -21,6 +21,7 @@ counters! {
         calls_received: "ION: calls received.",
         calls_done: "ION: calls executed (reply sent or suppressed).",
         calls_inline: "ION: calls run in the receive path (inline_bytes).",
+        calls_softirq: "ION: calls run and answered in treenet's receive softirq (softirq_calls).",
         calls_direct: "ION: calls taken in treenet's delivery context (no receive-thread hop).",
         idle_drives: "ION: idle waits of a worker that drove treenet (idle_drive) and ended with a call or its time slice.",
         calls_to_driver: "ION: calls received by the idle worker driving treenet, which ran them itself (no thread woken).",

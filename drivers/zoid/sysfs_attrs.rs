@@ -98,6 +98,14 @@ knob!(
     4096
 );
 knob!(
+    show_softirq_calls,
+    store_softirq_calls,
+    |c| c.server.core().knobs,
+    softirq_calls,
+    0,
+    1
+);
+knob!(
     show_idle_drive,
     store_idle_drive,
     |c| c.server.core().knobs,
@@ -338,7 +346,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 29] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 30] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -349,6 +357,7 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 29] = [
     Attribute::rw(c"inline_bytes", show_inline_bytes, store_inline_bytes),
     Attribute::rw(c"small_bytes", show_small_bytes, store_small_bytes),
     Attribute::rw(c"idle_drive", show_idle_drive, store_idle_drive),
+    Attribute::rw(c"softirq_calls", show_softirq_calls, store_softirq_calls),
     Attribute::rw(c"timeout_ms", show_timeout_ms, store_timeout_ms),
     Attribute::rw(c"hard", show_hard, store_hard),
     Attribute::ro(c"stats", show_stats),

@@ -88,6 +88,20 @@ struct Net {
 }
 
 impl treenet::Handler for Net {
+    const ANSWERS_IN_SOFTIRQ: bool = true;
+
+    /// Calls the server allows to run in treenet's receive softirq
+    /// (`softirq_calls`; the rest comes to `receive`).
+    fn answer_in_softirq(
+        &self,
+        src: u16,
+        below: bool,
+        msg: &[u8],
+        out: Option<&mut [u8]>,
+    ) -> Option<usize> {
+        self.server.answer_in_softirq(src, below, msg, out)
+    }
+
     fn receive(&self, src: u16, msg: treenet::Message) {
         let mut head = [0u8; CALL_HEADER_LEN];
         let hdr = if msg.len() >= CALL_HEADER_LEN && msg.read_at(0, &mut head).is_ok() {

@@ -139,6 +139,16 @@ declared_plugin!(Ztest, ztest, {
         function != ztest::func::sleep_ms
     }
 
+    fn runs_in_softirq(&self) -> bool {
+        true
+    }
+
+    /// Everything but the calls that sleep or wait for a partner: they
+    /// touch nothing but their arguments and reply.
+    fn softirq_ok(&self, function: u16) -> bool {
+        function != ztest::func::sleep_ms && function != ztest::func::rendezvous
+    }
+
     fn process_exit(&self, node: u16, pid: u32) {
         drop(self.take_waiters(|d| d.node() == node && d.pid() == pid));
     }

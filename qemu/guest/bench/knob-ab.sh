@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # bench-knob, the in-guest half (scripts/bench-knob.sh runs it on both nodes
-# of a 1 ION + 1 CN pset): round trips with a treenet knob at each of its
+# of a 1 ION + 1 CN pset): round trips with a treenet knob (or, as
+# zoid/<name>, a zoid one) at each of its
 # values in turns, in one pset, so that the host's drift falls on all of
 # them alike.  Each round sets KNOB to every value of VALUES on the nodes
 # NODES (ion, cn or both), the order reversed every other round, and the
@@ -15,15 +16,16 @@ BIN=$ZB      # lib.sh's start_forwarder runs it
 PORT=5202
 N=${N:-2000}
 ROUNDS=${ROUNDS:-4}
-KNOB=${KNOB:?KNOB: a file of /sys/kernel/treenet}
+KNOB=${KNOB:?KNOB: a file of /sys/kernel/treenet, or zoid/<file of /sys/kernel/zoid>}
 VALUES=${VALUES:?VALUES: the knob values to compare}
 NODES=${NODES:-ion}
 . "$(dirname "$0")/lib.sh"
 bench_addresses
-[ -w "$TN/$KNOB" ] || die "no knob $TN/$KNOB"
+case "$KNOB" in zoid/*) KF=/sys/kernel/$KNOB ;; *) KF=$TN/$KNOB ;; esac
+[ -w "$KF" ] || die "no knob $KF"
 case "$NODES" in both | "$ZOID_ROLE") mine=1 ;; *) mine= ;; esac
 [ "$ZOID_ROLE" = ion ] && start_forwarder
-was=$(cat "$TN/$KNOB")
+was=$(cat "$KF")
 barrier 1
 TCP="tcp:$ION_IP:$PORT"
 if [ "$ZOID_ROLE" = cn ]; then
@@ -38,7 +40,7 @@ order() {
 r=1
 while [ $r -le "$ROUNDS" ]; do
   for v in $(order $r); do
-    [ -n "$mine" ] && { echo "$v" > "$TN/$KNOB" || die "cannot set $KNOB=$v"; }
+    [ -n "$mine" ] && { echo "$v" > "$KF" || die "cannot set $KNOB=$v"; }
     barrier "1$r$v"
     if [ "$ZOID_ROLE" = cn ]; then
       p=$(echo "ping 0 32 $N" > "$TN/selftest" && cat "$TN/selftest")
@@ -50,7 +52,7 @@ while [ $r -le "$ROUNDS" ]; do
   done
   r=$((r + 1))
 done
-[ -n "$mine" ] && echo "$was" > "$TN/$KNOB"
+[ -n "$mine" ] && echo "$was" > "$KF"
 if [ "$ZOID_ROLE" = cn ]; then
   "$ZB" quit "$TCP" || fail tcp_quit "cannot stop the forwarder"
 else

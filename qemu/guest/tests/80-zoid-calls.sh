@@ -40,6 +40,11 @@ if [ "$ZOID_ROLE" = ion ]; then
   zstat_reaches process_exits 1 || { zdiag; exit 1; }
   zstat_reaches cancels 1 || { zdiag; exit 1; }
   grep -q "^ztest.null " $Z/calls
+  # Small ztest calls are run and answered in treenet's receive softirq
+  # (softirq_calls, with treenet's softirq_rx), the sleeping ones never.
+  if [ "$(cat $T/softirq_rx)" = 1 ]; then
+    [ "$(zstat calls_softirq)" -ge 1 ] || { echo "no call answered in softirq"; zdiag; exit 1; }
+  fi
   # An idle worker drives treenet on an ION whose stacks allow it (not
   # ppc32's 8 KiB) and runs the calls its own pass received.
   if [ "$(uname -m)" = x86_64 ]; then
@@ -78,8 +83,12 @@ if [ "$ZOID_ROLE" = ion ]; then
   if echo 65 > $Z/workers 2>/dev/null; then echo "workers 65 taken"; exit 1; fi
   echo 2 > $Z/workers; [ "$(cat $Z/workers)" = 2 ]
   echo 4 > $Z/workers
-  # Tiny calls of functions that never block run in the receive thread.
+  # Tiny calls of functions that never block run in the receive thread
+  # (the softirq first, if it may: not in this round).
   echo 256 > $Z/inline_bytes
+  if echo 2 > $Z/softirq_calls 2>/dev/null; then echo "softirq_calls 2 taken"; exit 1; fi
+  echo 0 > $Z/softirq_calls
+  zstat calls_softirq > /tmp/in-softirq
   # Without idle_drive no worker drives: calls come through treenet's thread.
   if echo 2 > $Z/idle_drive 2>/dev/null; then echo "idle_drive 2 taken"; exit 1; fi
   echo 0 > $Z/idle_drive
@@ -94,6 +103,9 @@ fi
 barrier 807
 if [ "$ZOID_ROLE" = ion ]; then
   [ "$(zstat calls_inline)" -ge 5 ] || { zdiag; exit 1; }
+  [ "$(zstat calls_softirq)" = "$(cat /tmp/in-softirq)" ] ||
+    { echo "a call ran in softirq with softirq_calls 0"; zdiag; exit 1; }
+  echo 1 > $Z/softirq_calls
   echo 0 > $Z/inline_bytes
   [ "$(zstat calls_to_driver)" = "$(cat /tmp/to-driver)" ] ||
     { echo "a worker drove with idle_drive 0"; zdiag; exit 1; }

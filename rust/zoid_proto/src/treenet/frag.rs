@@ -26,8 +26,9 @@ pub struct FrameSpec {
     pub len: usize,
 }
 
-/// Message bytes in a first frame of `payload` bytes.
-fn first_room(payload: usize) -> usize {
+/// Message bytes in a first frame of `payload` bytes: the longest message
+/// that goes in one frame.
+pub fn first_room(payload: usize) -> usize {
     payload.saturating_sub(MSG_HEADER_LEN)
 }
 
