@@ -3250,17 +3250,17 @@ impl FastRx for Treenet {
         if self.knobs.softirq_rx.load(Relaxed) == 0 || data.len() > SOFTIRQ_FRAME_MAX {
             return false;
         }
-        // Only the first frames of messages on channels that may answer
-        // are worth a look (the rest costs no lock and no parse).
-        match wire::peek_channel(data) {
-            Some(ch) if usize::from(ch) < MAX_CHANNELS => {
-                if self.softirq_channels.load(Relaxed) & (1 << ch) == 0 {
-                    return false;
-                }
-            }
-            _ => return false,
+        // Only whole messages on channels that may answer are worth a look
+        // (the rest costs no lock and no parse).
+        let Some(m) = wire::peek_message(data) else {
+            return false;
+        };
+        if usize::from(m.channel) >= MAX_CHANNELS
+            || self.softirq_channels.load(Relaxed) & (1 << m.channel) == 0
+        {
+            return false;
         }
-        self.take_in_softirq(link, frame, data)
+        self.take_in_softirq(link, frame, data, &m)
     }
 }
 
@@ -3271,8 +3271,17 @@ impl Treenet {
     /// thread.  Everything else (and everything while a task holds the
     /// engine, or the engine has events to deliver) is left to the engine.
     /// Nothing changes before the answer and the room to queue it exist.
+    /// `peeked` is the message as [`wire::peek_message`] read it from
+    /// `data`: the handler looks at it first, so messages it would not
+    /// answer cost no checksum.
     #[inline(never)]
-    fn take_in_softirq(&self, link: usize, frame: &RxFrameRef<'_>, data: &[u8]) -> bool {
+    fn take_in_softirq(
+        &self,
+        link: usize,
+        frame: &RxFrameRef<'_>,
+        data: &[u8],
+        peeked: &wire::PeekedMessage<'_>,
+    ) -> bool {
         let k = &self.knobs;
         let s = &self.stats;
         // With bottom halves disabled (softirq, busy poll) this never
@@ -3286,6 +3295,17 @@ impl Treenet {
         if !g.events.is_empty() || self.delivering.load(Relaxed) != 0 {
             return false;
         }
+        let (channel, src) = (peeked.channel, peeked.origin);
+        let Some(ci) = g.channels.iter().position(|c| c.id == channel) else {
+            return false;
+        };
+        let below = g.is_below(src);
+        let handler = &g.channels[ci].handler;
+        if !handler.answers_in_softirq()
+            || !handler.would_answer_in_softirq(channel, src, below, peeked.body)
+        {
+            return false;
+        }
         let Some(li) = g
             .links
             .iter()
@@ -3293,17 +3313,12 @@ impl Treenet {
         else {
             return false;
         };
+        // The frame checked now; it is the one the handler looked at.
         let Some(f) = g.fast_candidate(k, li, data) else {
             return false;
         };
-        let (channel, src) = (f.header.channel, f.header.origin);
-        let Some(ci) = g.channels.iter().position(|c| c.id == channel) else {
-            return false;
-        };
-        let below = g.is_below(src);
-        let handler = &g.channels[ci].handler;
-        if !handler.answers_in_softirq()
-            || !handler.would_answer_in_softirq(channel, src, below, f.body)
+        if (f.header.channel, f.header.origin) != (channel, src)
+            || !core::ptr::eq(f.body, peeked.body)
         {
             return false;
         }
@@ -3357,6 +3372,13 @@ impl Treenet {
         // wait for window (the answer's too, if it could not go), and
         // blocked senders for whom the ack made room.
         let more = g.has_unsent(ri) || g.has_unsent(f.ni) || !g.loop_frames.is_empty();
+        // The ack the frame carried may have made the retransmission
+        // deadline later (the last answer's tail-loss probe): planned
+        // again, as a pass does, so the timer does not wake the thread
+        // for nothing.
+        if g.rtx_acked && !g.rtx_now {
+            g.plan_retransmit();
+        }
         let wake = core::mem::take(&mut g.wake_senders);
         if wake {
             g.progress_gen = g.progress_gen.wrapping_add(1);

@@ -946,7 +946,7 @@ fn a_slow_receiver_that_acks_draws_no_timeout() {
 }
 
 #[test]
-fn peek_channel_reads_first_frames_of_data_only() {
+fn peek_message_reads_whole_messages_of_data_frames_only() {
     let mh = MsgHeader {
         origin: 1,
         dst: 0,
@@ -957,24 +957,37 @@ fn peek_channel_reads_first_frames_of_data_only() {
     };
     let mut payload = mh.encode().to_vec();
     payload.extend_from_slice(b"ping");
+    let want = Some(PeekedMessage {
+        origin: 1,
+        channel: 0x0203,
+        body: &b"ping"[..],
+    });
     let first = FrameHeader::data(1, 0, Lane::Control, 5, FLAG_FIRST | FLAG_LAST);
     let f = build_frame(&first, &payload);
-    assert_eq!(peek_channel(&f), Some(0x0203));
+    assert_eq!(peek_message(&f), want);
     // With an ack riding along, and checksummed by XXH64: the same.
     let acked = first.with_ack(PiggyAck {
         lane: Lane::Bulk,
         next: 3,
     });
     assert_eq!(
-        peek_channel(&build_frame_with(Checksum::Xxh64, &acked, &payload)),
-        Some(0x0203)
+        peek_message(&build_frame_with(Checksum::Xxh64, &acked, &payload)),
+        want
     );
-    // A later frame of a message, an ack, a hello, a short frame: none.
+    // The first or a later frame of a longer message, an ack, a short
+    // frame, lengths that disagree: none.
+    let only_first = FrameHeader::data(1, 0, Lane::Control, 5, FLAG_FIRST);
+    assert_eq!(peek_message(&build_frame(&only_first, &payload)), None);
     let later = FrameHeader::data(1, 0, Lane::Control, 6, FLAG_LAST);
-    assert_eq!(peek_channel(&build_frame(&later, b"tail")), None);
-    assert_eq!(peek_channel(&f[..HEADER_LEN + 5]), None);
-    assert_eq!(peek_channel(&[]), None);
+    assert_eq!(peek_message(&build_frame(&later, b"tail")), None);
+    assert_eq!(peek_message(&f[..HEADER_LEN + 5]), None);
+    assert_eq!(peek_message(&[]), None);
     let mut ack = f.clone();
     ack[1] = 0x20;
-    assert_eq!(peek_channel(&ack), None);
+    assert_eq!(peek_message(&ack), None);
+    let mut longer = mh;
+    longer.len = 5;
+    let mut bad = longer.encode().to_vec();
+    bad.extend_from_slice(b"ping");
+    assert_eq!(peek_message(&build_frame(&first, &bad)), None);
 }

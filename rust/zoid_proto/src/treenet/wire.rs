@@ -464,21 +464,46 @@ pub fn parse(frame: &[u8], max_payload: usize) -> Result<(FrameHeader, &[u8]), F
     }
 }
 
-/// The channel of the message a frame starts, read without checking the
-/// frame (its checksum or tag, its sender): a filter for what is worth
-/// parsing, never a basis for accepting it.  `None` for anything but the
-/// first frame of a message on a data frame.
-pub fn peek_channel(frame: &[u8]) -> Option<u16> {
+/// A whole message of one data frame, as [`peek_message`] reads it
+/// without checking the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeekedMessage<'a> {
+    /// The message's origin, as its header says.
+    pub origin: u16,
+    /// Its channel.
+    pub channel: u16,
+    /// Its bytes.
+    pub body: &'a [u8],
+}
+
+/// The message a data frame carries whole (the frame is both its first
+/// and last), read without checking the frame (its checksum or tag, its
+/// sender): a filter for what is worth parsing, never a basis for
+/// accepting it.  `None` for anything else, or a frame whose lengths do
+/// not agree.
+pub fn peek_message(frame: &[u8]) -> Option<PeekedMessage<'_>> {
     let kind_byte = *frame.get(1)? & !FLAG_MAC;
-    let data = matches!(
-        kind_byte >> 4,
-        KIND_DATA | KIND_DATA_ACK_CONTROL | KIND_DATA_ACK_BULK
-    );
-    if !data || kind_byte & FLAG_FIRST == 0 {
+    // A piggybacked ack ends the payload.
+    let ack_len = match kind_byte >> 4 {
+        KIND_DATA => 0,
+        KIND_DATA_ACK_CONTROL | KIND_DATA_ACK_BULK => PIGGY_ACK_LEN,
+        _ => return None,
+    };
+    if kind_byte & (FLAG_FIRST | FLAG_LAST) != FLAG_FIRST | FLAG_LAST {
         return None;
     }
-    let at = HEADER_LEN + 4;
-    Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]))
+    let len = usize::from(u16::from_be_bytes([*frame.get(6)?, *frame.get(7)?]));
+    let payload = frame.get(HEADER_LEN..(HEADER_LEN + len).checked_sub(ack_len)?)?;
+    let header = MsgHeader::decode(payload)?;
+    let body = &payload[MSG_HEADER_LEN..];
+    if usize::try_from(header.len).ok()? != body.len() {
+        return None;
+    }
+    Some(PeekedMessage {
+        origin: header.origin,
+        channel: header.channel,
+        body,
+    })
 }
 
 /// Parses one received frame: its checksum is verified here, its tag (if it

@@ -310,6 +310,15 @@ impl Rx {
         };
         self.stats.parsed += 1;
         check_parsed(frame, &h, payload);
+        // The softirq's unchecked look agrees with the parse: a data frame
+        // that is a whole message carries what it says.
+        if let Some(m) = wire::peek_message(frame) {
+            assert_eq!(h.kind, Kind::Data);
+            assert_eq!(h.flags, wire::FLAG_FIRST | wire::FLAG_LAST);
+            let mh = wire::MsgHeader::decode(payload).expect("a peeked message has a header");
+            assert_eq!((mh.origin, mh.channel), (m.origin, m.channel));
+            assert_eq!(&payload[wire::MSG_HEADER_LEN..], m.body);
+        }
         if h.kind == Kind::Hello {
             self.hello(h.src, payload);
             return;
