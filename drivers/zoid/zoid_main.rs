@@ -276,6 +276,27 @@ mod tests {
     }
 
     #[test]
+    fn softirq_table_follows_the_enabled_plugins() -> Result {
+        use super::plugin::Registry;
+        use super::zoid_proto::zoid::plugins::ztest;
+        let plugins = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
+        let ok = |f: u16| plugins.with_softirq(ztest::ID, |p| p.softirq_ok(f));
+        assert_eq!(ok(ztest::func::null), None);
+        plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
+        assert_eq!(ok(ztest::func::null), Some(true));
+        assert_eq!(ok(ztest::func::sleep_ms), Some(false));
+        assert_eq!(ok(ztest::func::rendezvous), Some(false));
+        // Switched off, the plug-in runs nowhere, softirq included.
+        plugins.set_enabled(b"ztest", false)?;
+        assert_eq!(ok(ztest::func::null), None);
+        plugins.set_enabled(b"ztest", true)?;
+        assert_eq!(ok(ztest::func::null), Some(true));
+        plugins.unregister(ztest::ID);
+        assert_eq!(ok(ztest::func::null), None);
+        Ok(())
+    }
+
+    #[test]
     fn latency_buckets_are_log2_microseconds() {
         assert_eq!(Histogram::bucket_of(0), 0);
         assert_eq!(Histogram::bucket_of(1023), 0);
