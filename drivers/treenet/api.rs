@@ -68,6 +68,40 @@ struct CChannel {
     ctx: *mut c_void,
 }
 
+impl CChannel {
+    /// The `answer` callback, if any: with `out`, for the answer; with
+    /// `None`, only whether it would answer.
+    fn call_answer(
+        &self,
+        channel: u16,
+        src: u16,
+        below: bool,
+        msg: &[u8],
+        out: Option<&mut [u8]>,
+    ) -> Option<isize> {
+        let f = self.answer?;
+        let (ptr, cap) = match out {
+            Some(out) => (out.as_mut_ptr(), out.len()),
+            None => (core::ptr::null_mut(), 0),
+        };
+        // SAFETY: registered callback with its context; `msg` is valid for
+        // reads of its length and `ptr`, unless null (asking only), for
+        // writes of `cap` bytes during the call.
+        Some(unsafe {
+            f(
+                self.ctx,
+                channel,
+                src,
+                below,
+                msg.as_ptr(),
+                msg.len(),
+                ptr,
+                cap,
+            )
+        })
+    }
+}
+
 // SAFETY: the registrant promises (see `treenet_register`) that its
 // callbacks and `ctx` may be used from treenet's engine thread (and
 // `answer` from its receive softirq).
@@ -99,24 +133,8 @@ impl ChannelHandler for CChannel {
     }
 
     fn would_answer_in_softirq(&self, channel: u16, src: u16, below: bool, msg: &[u8]) -> bool {
-        let Some(f) = self.answer else {
-            return false;
-        };
-        // SAFETY: registered callback with its context; `msg` is valid for
-        // reads of its length during the call; a null `out` asks only.
-        let r = unsafe {
-            f(
-                self.ctx,
-                channel,
-                src,
-                below,
-                msg.as_ptr(),
-                msg.len(),
-                core::ptr::null_mut(),
-                0,
-            )
-        };
-        r >= 0
+        self.call_answer(channel, src, below, msg, None)
+            .is_some_and(|r| r >= 0)
     }
 
     fn answer_in_softirq(
@@ -127,21 +145,9 @@ impl ChannelHandler for CChannel {
         msg: &[u8],
         out: &mut [u8],
     ) -> Option<usize> {
-        let f = self.answer?;
-        // SAFETY: as above; `out` is valid for writes of its length.
-        let r = unsafe {
-            f(
-                self.ctx,
-                channel,
-                src,
-                below,
-                msg.as_ptr(),
-                msg.len(),
-                out.as_mut_ptr(),
-                out.len(),
-            )
-        };
-        usize::try_from(r).ok().filter(|&n| n <= out.len())
+        let cap = out.len();
+        let r = self.call_answer(channel, src, below, msg, Some(out))?;
+        usize::try_from(r).ok().filter(|&n| n <= cap)
     }
 }
 
