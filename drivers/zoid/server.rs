@@ -417,16 +417,12 @@ impl ServerCore {
                     None,
                 );
                 let (head, body) = out.split_at_mut(CALL_HEADER_LEN);
-                let (errno, len) = match plugin.dispatch(&caller, h.function, args, body) {
+                let result = match plugin.dispatch(&caller, h.function, args, body) {
                     // The plug-in has not run: a worker runs it, with room.
                     Err(DispatchError::ReplyTooLarge { .. }) => return None,
-                    Err(e) => {
-                        self.stats.c.dispatch_errors.fetch_add(1, Relaxed);
-                        (e.errno(), 0)
-                    }
-                    Ok(r) if r.errno != 0 => (r.errno, 0),
-                    Ok(r) => (0, r.len),
+                    r => r.map_err(|e| e.errno()),
                 };
+                let (errno, len) = call_done(&self.stats, &h, result, start);
                 head.copy_from_slice(&reply_header(&h, errno, len));
                 ssi_hook!(
                     zoid_hook_zoid_dispatch,
@@ -439,14 +435,9 @@ impl ServerCore {
                 c.bytes_received.fetch_add(msg.len() as u64, Relaxed);
                 c.calls_received.fetch_add(1, Relaxed);
                 c.calls_softirq.fetch_add(1, Relaxed);
-                c.calls_done.fetch_add(1, Relaxed);
                 c.msgs_sent.fetch_add(1, Relaxed);
                 c.bytes_sent
                     .fetch_add((CALL_HEADER_LEN + len) as u64, Relaxed);
-                self.stats.calls.count(h.plugin, h.function);
-                self.stats
-                    .call_latency
-                    .record_ns(now_ns().saturating_sub(start));
                 Some(CALL_HEADER_LEN + len)
             })
             .flatten()
@@ -815,23 +806,7 @@ fn run_call(
             Ok(r) => break Ok(r),
         }
     };
-    let (errno, len) = match result {
-        Ok(r) if r.errno != 0 => (r.errno, 0),
-        Ok(r) => (0, r.len),
-        Err(e) => {
-            if e == pos(E2BIG) {
-                core.stats.c.e2big.fetch_add(1, Relaxed);
-            } else {
-                core.stats.c.dispatch_errors.fetch_add(1, Relaxed);
-            }
-            (e, 0)
-        }
-    };
-    core.stats
-        .call_latency
-        .record_ns(now_ns().saturating_sub(start));
-    core.stats.c.calls_done.fetch_add(1, Relaxed);
-    core.stats.calls.count(hdr.plugin, hdr.function);
+    let (errno, len) = call_done(&core.stats, hdr, result, start);
     if caller.is_deferred() {
         // Its `Deferred` answers, and ends it in the ledger.
         return;
@@ -850,6 +825,32 @@ fn run_call(
         }
     };
     core.ledger.finish(caller.node, hdr.tag, sent.is_ok());
+}
+
+/// Counts a call run (since `start`, ns) whose plug-in returned `result`,
+/// and gives the reply's errno and results length.
+fn call_done(
+    stats: &Stats,
+    hdr: &CallHeader,
+    result: core::result::Result<Reply, i32>,
+    start: u64,
+) -> (i32, usize) {
+    let out = match result {
+        Ok(r) if r.errno != 0 => (r.errno, 0),
+        Ok(r) => (0, r.len),
+        Err(e) => {
+            if e == pos(E2BIG) {
+                stats.c.e2big.fetch_add(1, Relaxed);
+            } else {
+                stats.c.dispatch_errors.fetch_add(1, Relaxed);
+            }
+            (e, 0)
+        }
+    };
+    stats.call_latency.record_ns(now_ns().saturating_sub(start));
+    stats.c.calls_done.fetch_add(1, Relaxed);
+    stats.calls.count(hdr.plugin, hdr.function);
+    out
 }
 
 /// Runs a call whose reply needs `need` bytes with its reply buffer a
