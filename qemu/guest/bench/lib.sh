@@ -160,6 +160,8 @@ snap() {
   {
     awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue|softirq_"
     awk '{print "zoid."$1, $2}' $Z/stats 2>/dev/null | grep -E "calls_|direct|inline"
+    # zoidfs's calls per operation, where a zoidfs mount is loaded.
+    awk '{print "zfs."$1, $2}' /sys/kernel/zoidfs/stats 2>/dev/null
     for p in /proc/[0-9]*; do
       c=$(cat $p/comm 2>/dev/null) || continue
       case "$c" in treenet*|zoid*|ksoftirqd*|zoidbench|tcpbench|kworker*) ;; *) continue;; esac
