@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "zoid.h"
 
@@ -122,6 +123,47 @@ static int64_t r_readish(uint16_t fn, int fd, const char *path, void *buf, size_
 	if (r.err || len > n)
 		return -EBADMSG;
 	memcpy(buf, p, len);
+	return ret;
+}
+
+/*
+ * readv/writev as a CN's stub does them (the unix plug-in's doc): the
+ * iovecs gathered into one buffer for writev, readv's bytes scattered
+ * over them; one call, so one read or write at the file position.
+ */
+static int64_t r_writev(int fd, const struct iovec *iov, int n)
+{
+	static uint8_t flat[1 << 15];
+	size_t len = 0;
+	ARGS;
+
+	for (int i = 0; i < n; i++) {
+		if (iov[i].iov_len > sizeof(flat) - len)
+			return -EINVAL;
+		memcpy(flat + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	zput_u32(&a, (uint32_t)fd); zput_bytes(&a, flat, (uint32_t)len);
+	return rcall(UNIX_WRITEV, &a, &r);
+}
+
+static int64_t r_readv(int fd, const struct iovec *iov, int n)
+{
+	static uint8_t flat[1 << 15];
+	size_t len = 0, done = 0;
+	int64_t ret;
+
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	if (len > sizeof(flat))
+		return -EINVAL;
+	ret = r_readish(UNIX_READV, fd, NULL, flat, len, -1);
+	for (int i = 0; ret > 0 && i < n && done < (size_t)ret; i++) {
+		size_t k = iov[i].iov_len < (size_t)ret - done ? iov[i].iov_len : (size_t)ret - done;
+
+		memcpy(iov[i].iov_base, flat + done, k);
+		done += k;
+	}
 	return ret;
 }
 
@@ -253,6 +295,23 @@ static int compare(const char *ldir, const char *rdir)
 	CHECK("pread hole", local(pread(lfd, lb, 200, 9950)), r_readish(UNIX_PREAD, rfd, NULL, rb, 200, 9950));
 	CHECK("pread data", memcmp(lb, rb, 150), 0);
 	CHECK("pread at EOF", local(pread(lfd, lb, 10, 20000)), r_readish(UNIX_PREAD, rfd, NULL, rb, 10, 20000));
+	{
+		/* Vectored, with an empty iovec between; readv over a hole. */
+		const struct iovec wv[3] = { { data + 7, 100 }, { data, 0 }, { data + 300, 2000 } };
+		static char l1[50], l2[3000], r1[50], r2[3000];
+		const struct iovec lv[2] = { { l1, sizeof(l1) }, { l2, sizeof(l2) } };
+		const struct iovec rv[2] = { { r1, sizeof(r1) }, { r2, sizeof(r2) } };
+
+		CHECK("lseek for writev", local(lseek(lfd, 7000, SEEK_SET)), r_lseek(rfd, 7000, SEEK_SET));
+		CHECK("writev", local(writev(lfd, wv, 3)), r_writev(rfd, wv, 3));
+		CHECK("lseek after writev", local(lseek(lfd, 0, SEEK_CUR)), r_lseek(rfd, 0, SEEK_CUR));
+		CHECK("lseek for readv", local(lseek(lfd, 6990, SEEK_SET)), r_lseek(rfd, 6990, SEEK_SET));
+		CHECK("readv", local(readv(lfd, lv, 2)), r_readv(rfd, rv, 2));
+		CHECK("readv data", memcmp(l1, r1, sizeof(l1)) || memcmp(l2, r2, sizeof(l2)), 0);
+		CHECK("readv short at the end", local(readv(lfd, lv, 2)), r_readv(rfd, rv, 2));
+		CHECK("readv short data", memcmp(l1, r1, sizeof(l1)) || memcmp(l2, r2, 10), 0);
+		CHECK("readv at EOF", local(readv(lfd, lv, 2)), r_readv(rfd, rv, 2));
+	}
 	CHECK("fstat", local(fstat(lfd, &ls)), r_stat(UNIX_FSTAT, rfd, NULL, &rs));
 	CHECK("fstat size", ls.st_size, rs.size);
 	CHECK("fstat mode", ls.st_mode, rs.mode);
@@ -263,6 +322,12 @@ static int compare(const char *ldir, const char *rdir)
 	CHECK("close", local(close(lfd)), r_fd(UNIX_CLOSE, rfd));
 	CHECK("close again", local(close(lfd)), r_fd(UNIX_CLOSE, rfd));
 	CHECK("read closed fd", local(read(lfd, lb, 1)), r_readish(UNIX_READ, rfd, NULL, rb, 1, -1));
+	{
+		const struct iovec v = { lb, 1 }, rv = { rb, 1 };
+
+		CHECK("writev closed fd", local(writev(lfd, &v, 1)), r_writev(rfd, &v, 1));
+		CHECK("readv closed fd", local(readv(lfd, &v, 1)), r_readv(rfd, &rv, 1));
+	}
 	CHECK("open missing", local(open(L("d/nope"), O_RDONLY)), r_open(R("d/nope"), O_RDONLY, 0));
 	CHECK("symlink", local(symlink("f", L("d/l"))), r_path2(UNIX_SYMLINK, "f", R("d/l")));
 	memset(lb, 0, sizeof(lb));
