@@ -257,6 +257,8 @@ counters! {
         msgs_forwarded: "Messages relayed for other nodes.",
         bcast_sent: "Broadcast messages originated here.",
         bcast_received: "Broadcast messages delivered here.",
+        bcast_bytes_sent: "Bytes of the broadcast messages originated here.",
+        bcast_bytes_received: "Bytes of the broadcast messages delivered here.",
         retransmits: "Frames sent again (timeout or selective-ack hole).",
         rto_expired: "Retransmission timeouts.",
         duplicates: "Duplicate frames received (suppressed).",
@@ -1839,6 +1841,7 @@ impl Inner {
         s.bytes_sent.fetch_add(len as u64, Relaxed);
         if dst == BROADCAST {
             count(&s.bcast_sent);
+            s.bcast_bytes_sent.fetch_add(len as u64, Relaxed);
         }
         Ok(())
     }
@@ -3160,6 +3163,7 @@ impl Inner {
             s.bytes_received.fetch_add(u64::from(h.len), Relaxed);
             if h.dst == BROADCAST {
                 count(&s.bcast_received);
+                s.bcast_bytes_received.fetch_add(u64::from(h.len), Relaxed);
             }
             let ev = Event::Deliver {
                 channel: h.channel,
