@@ -17,6 +17,7 @@
 //! once it is set, its calls give up with `ESHUTDOWN`, hard or not.
 
 use crate::stats::Stats;
+use crate::traffic;
 use crate::treenet;
 use crate::zoid_kernel::abort::AbortFlag;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
@@ -513,7 +514,7 @@ impl Client {
                 }
                 .encode();
                 msg[CALL_HEADER_LEN..].copy_from_slice(&body);
-                let sent = treenet::send(CHANNEL, ion, &msg, true);
+                let sent = traffic::send(ion, &msg, true);
                 g = self.state.lock();
                 g.attach_sent = now_ns();
                 if sent.is_err() {
@@ -697,7 +698,7 @@ impl Client {
     fn send_call(&self, ion: u16, msg: &treenet::Message, hard: bool, deadline: u64) -> bool {
         let mut counted = false;
         loop {
-            match treenet::send_message(CHANNEL, ion, msg, hard) {
+            match traffic::send_message(ion, msg, hard) {
                 Ok(()) => return true,
                 Err(e) if e == EAGAIN => {
                     if !counted {
@@ -730,7 +731,7 @@ impl Client {
         hdr.encode(&mut hb);
         msg[..CALL_HEADER_LEN].copy_from_slice(&hb);
         msg[CALL_HEADER_LEN..].copy_from_slice(&value.to_be_bytes());
-        let _ = treenet::send(CHANNEL, ion, &msg, false);
+        let _ = traffic::send(ion, &msg, false);
     }
 
     /// Tells the ION that process `pid` ended (it releases what it held).

@@ -18,6 +18,7 @@
 //! The pure parts (message bodies, chunk accounting, answer tracking) are
 //! `zoid_proto::zoid::f2cn`, tested on the host.
 
+use crate::traffic;
 use crate::treenet;
 use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns, random_u32};
@@ -29,7 +30,6 @@ use crate::zoid_proto::zoid::f2cn::{
 };
 use crate::zoid_proto::zoid::marshal::{Decoder, Encoder};
 use crate::zoid_proto::zoid::wire::{CallHeader, MsgKind, HEADER_LEN};
-use crate::CHANNEL;
 use kernel::bindings;
 use kernel::new_condvar;
 use kernel::prelude::*;
@@ -248,7 +248,7 @@ impl F2cn {
             Err((node, errno)) => {
                 // Tell every CN to drop what it has.
                 if let Ok(m) = message(MsgKind::FileAbort, xfer, errno, 0) {
-                    let _ = treenet::send(CHANNEL, treenet::BROADCAST, &m, true);
+                    let _ = traffic::send(treenet::BROADCAST, &m, true);
                 }
                 Report::failed(node, errno)
             }
@@ -302,7 +302,7 @@ impl F2cn {
         begin: &[u8],
     ) -> core::result::Result<(), (u16, i32)> {
         let local = |e: Error| (NO_NODE, pos(e));
-        treenet::send(CHANNEL, treenet::BROADCAST, begin, true).map_err(local)?;
+        traffic::send(treenet::BROADCAST, begin, true).map_err(local)?;
         self.wait_phase(req.timeout_ms)?;
 
         let mut msg = KVVec::new();
@@ -333,7 +333,7 @@ impl F2cn {
                 return Err(local(EIO));
             }
             digest = digest.wrapping_add(chunk_digest(index, data));
-            treenet::send(CHANNEL, treenet::BROADCAST, m, true).map_err(local)?;
+            traffic::send(treenet::BROADCAST, m, true).map_err(local)?;
             self.stats.bytes_sent.fetch_add(len as u64, Relaxed);
             // A CN that failed or went down ends it now, not at the commit.
             if let Some(Outcome::Failed { node, errno }) = self.current() {
@@ -355,7 +355,7 @@ impl F2cn {
                 digest,
             })
             .map_err(|_| local(EINVAL))?;
-        treenet::send(CHANNEL, treenet::BROADCAST, &commit, true).map_err(local)?;
+        traffic::send(treenet::BROADCAST, &commit, true).map_err(local)?;
         self.wait_phase(req.timeout_ms)
     }
 
@@ -681,6 +681,6 @@ fn f2cn_errno(e: F2cnError) -> Error {
 fn send_ack(ion: u16, xfer: u32, phase: u32, errno: i32) {
     if let Ok(mut m) = message(MsgKind::FileAck, xfer, errno, 4) {
         m[HEADER_LEN..].copy_from_slice(&phase.to_be_bytes());
-        let _ = treenet::send(CHANNEL, ion, &m, true);
+        let _ = traffic::send(ion, &m, true);
     }
 }

@@ -39,6 +39,7 @@ use crate::call_ledger::Ledgers;
 use crate::f2cn::F2cn;
 use crate::plugin::{Caller, Plugin, Registry};
 use crate::stats::{Histogram, Stats};
+use crate::traffic::{self, header_of, Direction};
 use crate::treenet;
 use crate::zoid_kernel::cred::{Creds, MAX_GROUPS};
 use crate::zoid_kernel::hooks::{ssi_hook, Hook};
@@ -55,7 +56,6 @@ use crate::zoid_proto::zoid::wire::{
     split_call, AttachReply, AttachRequest, CallHeader, Groups, MsgKind, ATTACH_REPLY_LEN,
     ATTACH_REQUEST_LEN, FLAG_ASYNC_NOREPLY, FLAG_PRIORITY, HEADER_LEN as CALL_HEADER_LEN,
 };
-use crate::CHANNEL;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed, Release};
 use kernel::sync::{Arc, Mutex};
@@ -253,20 +253,11 @@ pub(crate) struct ServerCore {
 /// thread: their copy is short enough for treenet's delivery context.
 pub(crate) const DIRECT_BYTES: usize = 4096;
 
-/// The valid call header at the start of `msg`, if any.
-fn header_of(msg: &treenet::Message) -> Option<CallHeader> {
-    let mut head = [0u8; CALL_HEADER_LEN];
-    if msg.len() < CALL_HEADER_LEN || msg.read_at(0, &mut head).is_err() {
-        return None;
-    }
-    CallHeader::decode(&head).ok()
-}
-
 /// Sends a reply `msg` to `dst` and counts it (and a failure to send).
 pub(crate) fn send_reply(stats: &Stats, dst: u16, msg: &[u8]) -> Result {
     stats.c.bytes_sent.fetch_add(msg.len() as u64, Relaxed);
     stats.c.msgs_sent.fetch_add(1, Relaxed);
-    let sent = treenet::send(CHANNEL, dst, msg, true);
+    let sent = traffic::send(dst, msg, true);
     if sent.is_err() {
         stats.c.reply_send_failed.fetch_add(1, Relaxed);
     }
@@ -288,7 +279,7 @@ pub(crate) fn send_upcall(dst: u16, plugin: u16, function: u16, body: &[u8]) -> 
     .encode(&mut head);
     msg.extend_from_slice(&head, GFP_KERNEL)?;
     msg.extend_from_slice(body, GFP_KERNEL)?;
-    treenet::send(CHANNEL, dst, &msg, true)
+    traffic::send(dst, &msg, true)
 }
 
 /// The caller's process and credentials as a call's header and groups
@@ -333,7 +324,7 @@ impl ServerCore {
     fn send_error(&self, dst: u16, hdr: &CallHeader, errno: i32) -> bool {
         let out = reply_header(hdr, errno, 0);
         self.stats.c.errors_sent.fetch_add(1, Relaxed);
-        let sent = treenet::send(CHANNEL, dst, &out, true).is_ok();
+        let sent = traffic::send(dst, &out, true).is_ok();
         if !sent {
             self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
         }
@@ -438,6 +429,10 @@ impl ServerCore {
                 c.msgs_sent.fetch_add(1, Relaxed);
                 c.bytes_sent
                     .fetch_add((CALL_HEADER_LEN + len) as u64, Relaxed);
+                // (treenet sends the answer: counted here as zoid's.)
+                let traffic = &traffic::TRAFFIC;
+                traffic.count(Direction::Received, Some(&h), msg.len());
+                traffic.count_bytes(Direction::Sent, head, CALL_HEADER_LEN + len);
                 Some(CALL_HEADER_LEN + len)
             })
             .flatten()
@@ -568,7 +563,7 @@ impl ServerCore {
         out[..CALL_HEADER_LEN].copy_from_slice(&hb);
         out[CALL_HEADER_LEN..].copy_from_slice(&reply.encode());
         self.stats.c.attaches.fetch_add(1, Relaxed);
-        if treenet::send(CHANNEL, src, &out, true).is_err() {
+        if traffic::send(src, &out, true).is_err() {
             self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
         }
     }
@@ -905,7 +900,7 @@ fn send_reply_message(
     let sent = msg
         .truncate(total)
         .and_then(|()| msg.seal())
-        .and_then(|m| treenet::send_message(CHANNEL, dst, &m, true));
+        .and_then(|m| traffic::send_message(dst, &m, true));
     if sent.is_err() {
         stats.c.reply_send_failed.fetch_add(1, Relaxed);
     }

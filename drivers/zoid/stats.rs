@@ -108,26 +108,24 @@ pub(crate) const PLUGIN_SLOTS: usize = 8;
 /// See [`PLUGIN_SLOTS`].
 pub(crate) const FUNCTION_SLOTS: usize = 32;
 
-/// Calls per plug-in function.
-pub(crate) struct CallCounts {
-    /// Plug-in id + 1 owning each slot (0: free; claimed in order).
+/// Which plug-in owns each of `PLUGIN_SLOTS` per-plug-in counter slots:
+/// claimed by id at the plug-in's first count, in order, never released.
+pub(crate) struct PluginSlots {
+    /// Plug-in id + 1 owning each slot (0: free).
     ids: [Atomic<u32>; PLUGIN_SLOTS],
-    per_function: [[Atomic<u64>; FUNCTION_SLOTS]; PLUGIN_SLOTS],
-    other: Atomic<u64>,
 }
 
-impl CallCounts {
-    /// All zero.
-    pub(crate) fn new() -> Self {
+impl PluginSlots {
+    /// Every slot free.
+    pub(crate) const fn new() -> Self {
         Self {
             ids: [const { Atomic::new(0) }; PLUGIN_SLOTS],
-            per_function: [const { [const { Atomic::new(0) }; FUNCTION_SLOTS] }; PLUGIN_SLOTS],
-            other: Atomic::new(0),
         }
     }
 
-    /// The slot of `plugin`, claiming a free one with `claim`.
-    fn slot(&self, plugin: u16, claim: bool) -> Option<usize> {
+    /// The slot of `plugin`, claiming a free one with `claim`; `None` when
+    /// it has none (and every slot is taken, or `claim` is false).
+    pub(crate) fn slot(&self, plugin: u16, claim: bool) -> Option<usize> {
         let want = u32::from(plugin) + 1;
         for (i, s) in self.ids.iter().enumerate() {
             match s.load(Relaxed) {
@@ -144,9 +142,34 @@ impl CallCounts {
         None
     }
 
+    /// The plug-in owning slot `i`, if claimed.
+    pub(crate) fn owner(&self, i: usize) -> Option<u16> {
+        let v = self.ids.get(i)?.load(Relaxed);
+        u16::try_from(v.checked_sub(1)?).ok()
+    }
+}
+
+/// Calls per plug-in function.
+pub(crate) struct CallCounts {
+    slots: PluginSlots,
+    per_function: [[Atomic<u64>; FUNCTION_SLOTS]; PLUGIN_SLOTS],
+    other: Atomic<u64>,
+}
+
+impl CallCounts {
+    /// All zero.
+    pub(crate) fn new() -> Self {
+        Self {
+            slots: PluginSlots::new(),
+            per_function: [const { [const { Atomic::new(0) }; FUNCTION_SLOTS] }; PLUGIN_SLOTS],
+            other: Atomic::new(0),
+        }
+    }
+
     /// Counts one call of `function` of `plugin`.
     pub(crate) fn count(&self, plugin: u16, function: u16) {
         match self
+            .slots
             .slot(plugin, true)
             .and_then(|p| self.per_function[p].get(function as usize))
         {
@@ -157,7 +180,8 @@ impl CallCounts {
 
     /// Calls of `function` of `plugin` (0 when outside the slots).
     pub(crate) fn get(&self, plugin: u16, function: u16) -> u64 {
-        self.slot(plugin, false)
+        self.slots
+            .slot(plugin, false)
             .and_then(|p| self.per_function[p].get(function as usize))
             .map_or(0, |c| c.load(Relaxed))
     }

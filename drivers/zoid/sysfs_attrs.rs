@@ -175,6 +175,15 @@ fn show_calls(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
+/// `traffic`: messages and bytes sent and received by category and per
+/// plug-in (docs/zoid.md, "Statistics").
+fn show_traffic(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    crate::traffic::TRAFFIC.show(w, |id, f| match c.plugins.get(id) {
+        Some(p) => f(p.name()),
+        None => Ok(()),
+    })
+}
+
 /// `latency`: log2 histograms (µs) of ION execution, ION queue wait and
 /// CN round trip.
 fn show_latency(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -346,7 +355,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 30] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 31] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -362,6 +371,7 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 30] = [
     Attribute::rw(c"hard", show_hard, store_hard),
     Attribute::ro(c"stats", show_stats),
     Attribute::ro(c"calls", show_calls),
+    Attribute::ro(c"traffic", show_traffic),
     Attribute::ro(c"latency", show_latency),
     Attribute::ro(c"attached", show_attached),
     Attribute::rw(c"attach", show_attached, store_attach),

@@ -25,6 +25,7 @@ mod plugin_abi;
 mod server;
 mod stats;
 mod sysfs_attrs;
+mod traffic;
 mod unix_plugin;
 mod zoidfs_plugin;
 mod zoidfs_relaxed;
@@ -103,12 +104,8 @@ impl treenet::Handler for Net {
     }
 
     fn receive(&self, src: u16, msg: treenet::Message) {
-        let mut head = [0u8; CALL_HEADER_LEN];
-        let hdr = if msg.len() >= CALL_HEADER_LEN && msg.read_at(0, &mut head).is_ok() {
-            CallHeader::decode(&head).ok()
-        } else {
-            None
-        };
+        let hdr = traffic::header_of(&msg);
+        traffic::TRAFFIC.count(traffic::Direction::Received, hdr.as_ref(), msg.len());
         match hdr {
             Some(h) if matches!(h.kind, MsgKind::Reply | MsgKind::AttachReply) => {
                 self.client.deliver(src, &h, msg);
@@ -284,6 +281,10 @@ mod tests {
         assert_eq!(ok(ztest::func::null), None);
         plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
         assert_eq!(ok(ztest::func::null), Some(true));
+        // A second plug-in with the same id is refused, the first kept.
+        let again = plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?);
+        assert!(again == Err(EEXIST));
+        assert_eq!(ok(ztest::func::null), Some(true));
         assert_eq!(ok(ztest::func::sleep_ms), Some(false));
         assert_eq!(ok(ztest::func::rendezvous), Some(false));
         // Switched off, the plug-in runs nowhere, softirq included.
@@ -294,6 +295,51 @@ mod tests {
         plugins.unregister(ztest::ID);
         assert_eq!(ok(ztest::func::null), None);
         Ok(())
+    }
+
+    #[test]
+    fn traffic_counts_by_category_and_plugin() {
+        use super::traffic::{Category, Direction::*, Traffic};
+        let t = Traffic::new();
+        let call = CallHeader {
+            plugin: 1,
+            function: 2,
+            ..CallHeader::new(MsgKind::Call, 7)
+        };
+        let reply = CallHeader {
+            plugin: 1,
+            ..CallHeader::new(MsgKind::Reply, 7)
+        };
+        t.count(Sent, Some(&call), 100);
+        t.count(Received, Some(&reply), 40);
+        t.count(Sent, Some(&CallHeader::new(MsgKind::Attach, 0)), 64);
+        t.count(Received, Some(&CallHeader::new(MsgKind::Cancel, 3)), 32);
+        t.count(Sent, Some(&CallHeader::new(MsgKind::FileData, 3)), 1000);
+        t.count(Received, Some(&CallHeader::new(MsgKind::FileAck, 3)), 36);
+        t.count(Received, None, 5);
+        assert_eq!(t.of(Category::Call), [1, 1, 100, 40]);
+        assert_eq!(t.of(Category::Internal), [1, 1, 64, 32]);
+        assert_eq!(t.of(Category::Broadcast), [1, 1, 1000, 36]);
+        assert_eq!(t.of(Category::Malformed), [0, 1, 0, 5]);
+        assert_eq!(t.of(Category::Upcall), [0; 4]);
+        assert_eq!(t.of_plugin(1), Some([1, 1, 100, 40]));
+        assert_eq!(t.of_plugin(2), None);
+        // From the bytes as sent: the header decodes.
+        let mut head = [0u8; CALL_HEADER_LEN];
+        CallHeader {
+            plugin: 9,
+            ..CallHeader::new(MsgKind::Upcall, 0)
+        }
+        .encode(&mut head);
+        t.count_bytes(Received, &head, 48);
+        assert_eq!(t.of(Category::Upcall), [0, 1, 0, 48]);
+        assert_eq!(t.of_plugin(9), Some([0, 1, 0, 48]));
+        // Plug-ins beyond the slots are counted, together.
+        for id in 100..120 {
+            t.count(Sent, Some(&CallHeader { plugin: id, ..call }), 1);
+        }
+        assert_eq!(t.of(Category::Call), [21, 1, 120, 40]);
+        assert_eq!(t.of_plugin(119), None);
     }
 
     #[test]

@@ -9,6 +9,14 @@ zdiag() { nonzero "zoid stats" $Z/stats; cat $Z/attached; }
 # CN's notice (a process exit or cancel, sent without waiting and handled
 # by the ION's receive thread, perhaps after the barrier that follows it).
 zstat_reaches() { counter_reaches $Z/stats "$@"; }
+# traffic <what> <column>: a figure of zoid's traffic file (2 msgs_sent,
+# 3 msgs_received, 4 bytes_sent, 5 bytes_received).
+traffic() { awk -v w="$1" -v c="$2" '$1 == w { print $c }' $Z/traffic; }
+# traffic_at_least <what> <column> <min>
+traffic_at_least() {
+  [ "$(traffic "$1" "$2")" -ge "$3" ] 2>/dev/null ||
+    { echo "traffic $1 column $2 is '$(traffic "$1" "$2")', not >= $3"; cat $Z/traffic; return 1; }
+}
 
 # Under KASAN with three emulated VMs on two cores a null call takes
 # ~0.2 s and 1 MiB ~10 s each way: generous timeouts, and no 4 MiB echo.
@@ -33,6 +41,14 @@ if [ "$ZOID_ROLE" = cn ]; then
   sleep 3
   kill -9 $victim; wait $victim 2>/dev/null || true
   [ "$(zstat interrupted)" -ge 1 ] || { zdiag; exit 1; }
+  # Traffic by category: the attach handshake is internal; the 60 and
+  # more ztest calls (two 1 MiB echoes among them) count as calls, and
+  # under ztest; the process exit and cancel notices are internal too.
+  traffic_at_least internal 2 2 && traffic_at_least internal 3 1 &&
+    traffic_at_least call 2 60 && traffic_at_least call 3 60 &&
+    traffic_at_least call 4 2097152 && traffic_at_least call 5 2097152 &&
+    traffic_at_least plugin.ztest 2 60 && traffic_at_least plugin.ztest 3 60 || exit 1
+  [ "$(traffic malformed 3)" = 0 ] || { echo "malformed messages received"; cat $Z/traffic; exit 1; }
 fi
 barrier 801
 if [ "$ZOID_ROLE" = ion ]; then
@@ -40,6 +56,12 @@ if [ "$ZOID_ROLE" = ion ]; then
   zstat_reaches process_exits 1 || { zdiag; exit 1; }
   zstat_reaches cancels 1 || { zdiag; exit 1; }
   grep -q "^ztest.null " $Z/calls
+  traffic_at_least internal 3 1 && traffic_at_least internal 2 1 &&
+    traffic_at_least plugin.ztest 3 "$((60 * ZOID_CNS))" &&
+    traffic_at_least plugin.ztest 2 "$((60 * ZOID_CNS))" &&
+    traffic_at_least call 5 "$((2097152 * ZOID_CNS))" || exit 1
+  /zoid/bin/zoid-stat | grep -q "^traffic plugin.ztest.msgs_received [1-9]" ||
+    { echo "zoid-stat shows no ztest traffic"; exit 1; }
   # Small ztest calls are run and answered in treenet's receive softirq
   # (softirq_calls, with treenet's softirq_rx), the sleeping ones never.
   if [ "$(cat $T/softirq_rx)" = 1 ]; then
@@ -56,6 +78,8 @@ if [ "$ZOID_ROLE" = ion ]; then
   /zoid/bin/zoid-stat 1 1 | grep -q "^calls_done [0-9]* +0.0/s"
   # Limits enforced on the ION, plug-ins switched off: for the next round.
   echo 8192 > $Z/max_request
+  echo 8192 > $Z/max_reply
+  e2big0=$(zstat e2big)
   echo -ztest > $Z/modules
   grep -q "^ztest 1 off" $Z/modules
 fi
@@ -71,12 +95,16 @@ barrier 804
 if [ "$ZOID_ROLE" = cn ]; then
   $ZC null 1
   expect_fail 7 $ZC echo 65536 1       # E2BIG: request over max_request
+  expect_fail 7 $ZC fill 100000 7      # E2BIG: reply over max_reply
   $ZC echo 4000 1
 fi
 barrier 805
 if [ "$ZOID_ROLE" = ion ]; then
-  [ "$(zstat e2big)" -ge 1 ] || { zdiag; exit 1; }
+  # Both refusals, each CN's, were the ION's.
+  [ "$(zstat e2big)" -ge $((e2big0 + 2 * ZOID_CNS)) ] ||
+    { echo "e2big moved from $e2big0 to $(zstat e2big)"; zdiag; exit 1; }
   echo $((4 * 1024 * 1024 + 1024)) > $Z/max_request
+  echo $((4 * 1024 * 1024 + 1024)) > $Z/max_reply
   # Bad knob values are refused.
   # (`! cmd` never ends a `sh -e` script: test with `if`.)
   if echo 0 > $Z/workers 2>/dev/null; then echo "workers 0 taken"; exit 1; fi

@@ -37,6 +37,9 @@ if [ "$ZOID_ROLE" = ion ]; then
   $F2CN -t 600 -m 600 $S/empty $D/empty
   $F2CN -t 600 -n 1 $S/one $D/one
   [ "$(fstat transfers)" -ge 4 ] || { fdiag; exit 1; }
+  # zoid's traffic: the file went out as broadcast messages.
+  [ "$(awk '$1 == "broadcast" { print $4 }' $Z/traffic)" -ge 3150000 ] ||
+    { echo "broadcast bytes sent:"; cat $Z/traffic; exit 1; }
   # The CNs have no such directory: their errno comes back (ENOENT).
   expect_errno 2 $F2CN -t 600 $S/one /tmp/no-such-dir/one | grep -q ": CN [0-9]*: "
   # Requests refused on the ION: relative path, a directory, a non-CN.
@@ -60,6 +63,9 @@ if [ "$ZOID_ROLE" = cn ]; then
   # No temporary file is left behind, here or after the failed transfer.
   ! ls -a $D /tmp | grep 'f2cn-' || bad "temporary files left"
   [ "$(fstat files_received)" -ge 3 ] || bad "too few files"
+  # ... received as broadcast, and acknowledged in the same category.
+  awk '$1 == "broadcast" && $5 >= 3150000 && $2 >= 1 { ok = 1 } END { exit !ok }' $Z/traffic ||
+    { cat $Z/traffic; bad "broadcast traffic not counted"; }
 fi
 barrier 863
 
