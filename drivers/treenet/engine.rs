@@ -35,8 +35,9 @@ use crate::zoid_proto::treenet::grant::{
 };
 use crate::zoid_proto::treenet::wire::{
     self, Checksum, FrameError, FrameHeader, Hello, Kind, Lane, MsgHeader, PiggyAck, Role, Seal,
-    Session, BROADCAST, FEATURE_PIGGY_ACK, FEATURE_XXH64, HEADER_LEN, HELLO_MAX_BELOW,
-    MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN, PIGGY_ACK_LEN, WIRE_VERSION_XXH64,
+    Session, BROADCAST, FEATURE_ION_ID, FEATURE_PIGGY_ACK, FEATURE_XXH64, HEADER_LEN,
+    HELLO_MAX_BELOW, MAC_TRAILER_LEN, MIN_PACKET_PAYLOAD, MSG_HEADER_LEN, NO_ION, PIGGY_ACK_LEN,
+    WIRE_VERSION_XXH64,
 };
 use crate::zoid_proto::treenet::wire::{FLAG_FIRST, FLAG_LAST};
 use kernel::prelude::*;
@@ -259,6 +260,8 @@ counters! {
         bcast_received: "Broadcast messages delivered here.",
         bcast_bytes_sent: "Bytes of the broadcast messages originated here.",
         bcast_bytes_received: "Bytes of the broadcast messages delivered here.",
+        below_up: "Nodes that appeared below an up neighbour (a relay's child came up): reported up.",
+        below_down: "Nodes that left the subtree of an up neighbour (a relay's child went down): reported down.",
         retransmits: "Frames sent again (timeout or selective-ack hole).",
         rto_expired: "Retransmission timeouts.",
         duplicates: "Duplicate frames received (suppressed).",
@@ -490,6 +493,9 @@ struct Neighbor {
     epoch: u32,
     role: Role,
     hops: u8,
+    /// The ION its hellos announce (`NO_ION`: none, or a node that
+    /// predates `FEATURE_ION_ID`).
+    ion: u16,
     below: KVec<u16>,
     last_rx_ns: u64,
     up: bool,
@@ -570,6 +576,9 @@ struct Inner {
     /// [`new_grants`]).
     grants: Grants,
     next_msg_id: u32,
+    /// The ION upper layers were last told of, when it is no neighbour
+    /// (a CN below a relay): `NO_ION` if none.
+    far_ion: u16,
     loop_frames: KVec<KVec<u8>>,
     held: Option<(usize, Mac, KVec<u8>)>,
     /// Frames still to drop in the current injected loss burst.
@@ -876,6 +885,7 @@ impl Treenet {
             chan_stats,
             grants: new_grants(grant_storage(GRANT_QUEUE_MIN)?, 2)?,
             next_msg_id: random_u32(),
+            far_ion: NO_ION,
             loop_frames: KVec::new(),
             held: None,
             burst_left: 0,
@@ -1208,14 +1218,7 @@ impl Treenet {
 
     /// The ION of this pset as far as this node knows (itself on an ION).
     pub(crate) fn ion(&self) -> Option<u16> {
-        let g = self.inner.lock();
-        if g.role == Role::Ion {
-            return Some(g.node_id);
-        }
-        g.neighbors
-            .iter()
-            .find(|n| n.up && n.role == Role::Ion)
-            .map(|n| n.node)
+        self.inner.lock().ion()
     }
 
     /// Sends `msg` on `channel` to node `dst` (or [`BROADCAST`]: every node
@@ -1772,6 +1775,67 @@ impl Inner {
             .map_or(0xff, |h| h.saturating_add(1))
     }
 
+    /// This node's ION: itself on an ION; else a neighbouring ION, or
+    /// the ION its parent (the up neighbour closest to the ION) announces
+    /// in its hellos, for a CN below a relay.
+    fn ion(&self) -> Option<u16> {
+        if self.role == Role::Ion {
+            return Some(self.node_id);
+        }
+        if let Some(n) = self.neighbors.iter().find(|n| n.up && n.role == Role::Ion) {
+            return Some(n.node);
+        }
+        let parent = &self.neighbors[self.parent()?];
+        (parent.ion != NO_ION).then_some(parent.ion)
+    }
+
+    /// Tells upper layers when an ION that is no neighbour of this node
+    /// (a CN below a relay) comes or goes: a neighbouring ION's session
+    /// does that itself.
+    fn track_far_ion(&mut self) {
+        let now = match self.ion() {
+            Some(ion) if self.neighbor(ion).is_none() => ion,
+            _ => NO_ION,
+        };
+        let was = core::mem::replace(&mut self.far_ion, now);
+        if was == now {
+            return;
+        }
+        if was != NO_ION {
+            let _ = self.events.push(
+                Event::Peer {
+                    node: was,
+                    up: false,
+                },
+                GFP_KERNEL,
+            );
+        }
+        if now != NO_ION {
+            let _ = self.events.push(
+                Event::Peer {
+                    node: now,
+                    up: true,
+                },
+                GFP_KERNEL,
+            );
+        }
+    }
+
+    /// A CN's parent: the up neighbour it reaches the ION through (the
+    /// fewest hops), if any has a way there.
+    fn parent(&self) -> Option<usize> {
+        if self.role == Role::Ion {
+            return None;
+        }
+        let (i, n) = self
+            .neighbors
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.up)
+            .min_by_key(|(_, n)| n.hops)?;
+        (n.hops != 0xff).then_some(i)
+    }
+
     /// Neighbours below this node (broadcast goes to them).
     fn children(&self) -> impl Iterator<Item = usize> + '_ {
         let mine = self.my_hops();
@@ -2147,10 +2211,22 @@ impl Inner {
             }
         }
         let hops = self.my_hops();
+        let ion = self.ion().unwrap_or(NO_ION);
+        // Split horizon with poison reverse: the parent hears that there
+        // is no way to the ION through this node, so no node above ever
+        // routes back down for the ION (when the ION goes away, a relay and
+        // the CNs below it do not bounce its messages, nor count their
+        // hops up to infinity, nor keep believing in it).
+        let parent_link = self.parent().map(|i| self.neighbors[i].link);
         for li in 0..self.links.len() {
             if self.links[li].is_none() {
                 continue;
             }
+            let (hops, ion) = if parent_link == Some(li) {
+                (0xff, NO_ION)
+            } else {
+                (hops, ion)
+            };
             // The epoch we last heard on this link (point-to-point links).
             let peer_epoch = self
                 .neighbors
@@ -2163,9 +2239,10 @@ impl Inner {
                 pset: self.pset,
                 role: self.role,
                 hops,
-                features: FEATURE_PIGGY_ACK | FEATURE_XXH64,
+                features: FEATURE_PIGGY_ACK | FEATURE_XXH64 | FEATURE_ION_ID,
                 n_below: n_below as u8,
                 below,
+                ion,
             };
             let mut p = [0u8; 256];
             let len = h.encode(&mut p);
@@ -2615,6 +2692,7 @@ impl Inner {
                 return;
             }
             self.handle_hello(s, li, mac, h.src, hello, now);
+            self.track_far_ion();
             return;
         }
         if h.dst != self.node_id {
@@ -2837,10 +2915,31 @@ impl Inner {
         n.last_rx_ns = now;
         n.role = hello.role;
         n.hops = hello.hops;
+        n.ion = hello.ion;
         n.takes_piggy_acks = hello.features & FEATURE_PIGGY_ACK != 0;
         n.takes_xxh64 = hello.features & FEATURE_XXH64 != 0;
+        let below = &hello.below[..usize::from(hello.n_below).min(HELLO_MAX_BELOW)];
+        if n.up {
+            // A relay's subtree changed (a CN below it went down or came
+            // up): upper layers hear of those nodes as of any peer.
+            let gone = n
+                .below
+                .iter()
+                .filter(|b| !below.contains(b))
+                .map(|&b| (b, false));
+            let came = below
+                .iter()
+                .filter(|b| !n.below.contains(b))
+                .map(|&b| (b, true));
+            // (A child hears its parent's subtree, itself included.)
+            let me = self.node_id;
+            for (node, up) in Iterator::chain(gone, came).filter(|&(b, _)| b != me) {
+                count(if up { &s.below_up } else { &s.below_down });
+                let _ = self.events.push(Event::Peer { node, up }, GFP_KERNEL);
+            }
+        }
         n.below.clear();
-        for &b in &hello.below[..usize::from(hello.n_below)] {
+        for &b in below {
             let _ = n.below.push(b, GFP_KERNEL);
         }
         if !n.up && established {
@@ -2858,7 +2957,7 @@ impl Inner {
                 v
             };
             let _ = self.events.push(Event::Peer { node, up: true }, GFP_KERNEL);
-            for b in below {
+            for b in below.into_iter().filter(|&b| b != self.node_id) {
                 let _ = self
                     .events
                     .push(Event::Peer { node: b, up: true }, GFP_KERNEL);
@@ -2895,6 +2994,7 @@ impl Inner {
                 epoch,
                 role: Role::Cn,
                 hops: 0xff,
+                ion: NO_ION,
                 below: KVec::new(),
                 last_rx_ns: 0,
                 up: false,
@@ -2952,12 +3052,13 @@ impl Inner {
                 .events
                 .push(Event::Peer { node, up: false }, GFP_KERNEL);
             let below = core::mem::take(&mut self.neighbors[ni].below);
-            for b in below {
+            for b in below.into_iter().filter(|&b| b != self.node_id) {
                 let _ = self
                     .events
                     .push(Event::Peer { node: b, up: false }, GFP_KERNEL);
             }
         }
+        self.track_far_ion();
     }
 
     fn handle_ack(&mut self, k: &Knobs, _s: &Stats, ni: usize, lane: Lane, next: u32, sack: u64) {

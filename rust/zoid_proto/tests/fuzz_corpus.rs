@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use zoid_proto::treenet::frag::frame_spec;
 use zoid_proto::treenet::wire::{
     encode_ack, parse, Checksum, FrameHeader, Hello, Lane, MsgHeader, PiggyAck, Role, HEADER_LEN,
-    WIRE_VERSION_XXH64,
+    NO_ION, WIRE_VERSION_XXH64,
 };
 
 /// Every file of one target's corpus, sorted by name.
@@ -76,6 +76,7 @@ fn hello_frame(src: u16, epoch: u32) -> Vec<u8> {
             b[1] = 11;
             b
         },
+        ion: NO_ION,
     };
     let mut p = [0u8; 256];
     let n = hello.encode(&mut p);

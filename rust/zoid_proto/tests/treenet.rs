@@ -209,12 +209,49 @@ fn hello_round_trips_and_fits_a_zoid_packet() {
         features: FEATURE_PIGGY_ACK,
         n_below: HELLO_MAX_BELOW as u8,
         below,
+        ion: NO_ION,
     };
     let mut buf = [0u8; 256];
     let n = h.encode(&mut buf);
     assert!(n <= ZOID_PACKET_PAYLOAD);
+    assert_eq!(n, h.encoded_len());
     assert_eq!(Hello::decode(&buf[..n]), Some(h));
     assert_eq!(Hello::decode(&buf[..n - 1]), None);
+    // With the ION's id: two bytes more, still one packet.
+    let h = Hello {
+        features: FEATURE_PIGGY_ACK | FEATURE_ION_ID,
+        ion: 7,
+        ..h
+    };
+    let n = h.encode(&mut buf);
+    assert!(n <= ZOID_PACKET_PAYLOAD);
+    assert_eq!(n, h.encoded_len());
+    assert_eq!(Hello::decode(&buf[..n]), Some(h));
+    // Announced but cut off: refused.
+    assert_eq!(Hello::decode(&buf[..n - 1]), None);
+}
+
+#[test]
+fn hello_without_the_ion_feature_reads_as_no_ion() {
+    // A hello from a node that predates FEATURE_ION_ID, trailing bytes
+    // and all: no ION known, whatever follows `below`.
+    let h = Hello {
+        epoch: 1,
+        peer_epoch: 2,
+        pset: 0,
+        role: Role::Cn,
+        hops: 2,
+        features: FEATURE_PIGGY_ACK | FEATURE_XXH64,
+        n_below: 1,
+        below: [3u16; HELLO_MAX_BELOW],
+        ion: 9,
+    };
+    let mut buf = [0xaau8; 256];
+    let n = h.encode(&mut buf);
+    assert_eq!(n, h.encoded_len());
+    let back = Hello::decode(&buf[..n + 2]).unwrap();
+    assert_eq!(back.ion, NO_ION);
+    assert_eq!(back.below[0], 3);
 }
 
 #[test]

@@ -655,6 +655,15 @@ pub const FEATURE_PIGGY_ACK: u8 = 0x01;
 /// checksums, see "Fast checksums").
 pub const FEATURE_XXH64: u8 = 0x02;
 
+/// Hello feature bit: the two bytes after `below` carry the sender's ION
+/// ([`Hello::ion`]), so a CN below a relaying CN learns which node its
+/// ION is, as a neighbour of the ION learns it from the ION's own hello.
+pub const FEATURE_ION_ID: u8 = 0x04;
+
+/// [`Hello::ion`] of a sender that knows no ION yet (or predates
+/// [`FEATURE_ION_ID`]).
+pub const NO_ION: u16 = 0xffff;
+
 /// Most node ids a hello lists as reachable below its sender.
 pub const HELLO_MAX_BELOW: usize = 96;
 
@@ -678,6 +687,9 @@ pub struct Hello {
     pub n_below: u8,
     /// Nodes the sender relays for (its subtree).
     pub below: [u16; HELLO_MAX_BELOW],
+    /// The ION of the sender's tree: itself for an ION; [`NO_ION`] when
+    /// unknown.  On the wire only with [`FEATURE_ION_ID`] in `features`.
+    pub ion: u16,
 }
 
 /// Fixed part of an encoded hello.
@@ -686,7 +698,12 @@ const HELLO_FIXED: usize = 14;
 impl Hello {
     /// Bytes of the encoded hello (fits a 240-byte packet).
     pub fn encoded_len(&self) -> usize {
-        HELLO_FIXED + 2 * usize::from(self.n_below)
+        let ion = if self.features & FEATURE_ION_ID != 0 {
+            2
+        } else {
+            0
+        };
+        HELLO_FIXED + 2 * usize::from(self.n_below).min(HELLO_MAX_BELOW) + ion
     }
 
     /// Encodes into `out` (at least `encoded_len()` bytes); returns the length.
@@ -705,7 +722,12 @@ impl Hello {
         for (i, id) in self.below[..n].iter().enumerate() {
             out[HELLO_FIXED + 2 * i..HELLO_FIXED + 2 * i + 2].copy_from_slice(&id.to_be_bytes());
         }
-        HELLO_FIXED + 2 * n
+        let end = HELLO_FIXED + 2 * n;
+        if self.features & FEATURE_ION_ID == 0 {
+            return end;
+        }
+        out[end..end + 2].copy_from_slice(&self.ion.to_be_bytes());
+        end + 2
     }
 
     /// Decodes a hello payload.
@@ -726,6 +748,14 @@ impl Hello {
         for (i, b) in below[..n].iter_mut().enumerate() {
             *b = u16::from_be_bytes([p[HELLO_FIXED + 2 * i], p[HELLO_FIXED + 2 * i + 1]]);
         }
+        let end = HELLO_FIXED + 2 * n;
+        let ion = if p[12] & FEATURE_ION_ID != 0 {
+            // Announced but cut off: not a hello this node can trust.
+            let b = p.get(end..end + 2)?;
+            u16::from_be_bytes([b[0], b[1]])
+        } else {
+            NO_ION
+        };
         Some(Self {
             epoch: u32::from_be_bytes([p[0], p[1], p[2], p[3]]),
             peer_epoch: u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
@@ -735,6 +765,7 @@ impl Hello {
             features: p[12],
             n_below: p[13],
             below,
+            ion,
         })
     }
 }
