@@ -253,7 +253,10 @@ else
   longest=$(awk 'BEGIN { m = -1 } { d = $2 - $1; if (d > m) m = d } END { printf "%.1f", m }' /tmp/soft-calls)
   echo "CN: 24 soft calls (2 s) to a deaf ION ended within $took s (processes of up to $longest s," \
     "calls of up to $own s), $timedout with ETIMEDOUT; $(($(zstat queue_full) - full0)) found treenet's queue full"
-  [ $(($(zstat queue_full) - full0)) -ge 1 ] || { echo "the queue never filled"; diag; exit 1; }
+  # (A CN below a relay queues for its relay, which is not deaf: the
+  # relay's queue to the ION fills, and the calls time out all the same.)
+  [ "${ZOID_PARENT:-0}" != 0 ] || [ $(($(zstat queue_full) - full0)) -ge 1 ] ||
+    { echo "the queue never filled"; diag; exit 1; }
   # No call took long enough of its own to have waited in treenet for
   # room: a call that waited would end only when the ION listens again,
   # 13 s after t0, having taken 8 s or more of its own if it started
