@@ -9,8 +9,10 @@
 //! marks it gone and waits until no call runs in it: the plug-in's module
 //! may then unload, and calls still queued for it fail with `ENOSYS`.
 
-use crate::plugin::{Caller, Plugin, Registry};
-use crate::plugin_abi::{ZoidCaller, ZoidPluginOps, ZOID_PLUGIN_ABI};
+use crate::plugin::{Caller, Deferred, Plugin, Registry};
+use crate::plugin_abi::{
+    ZoidCaller, ZoidDeferred, ZoidPluginOps, ZOID_FN_DEFERRABLE, ZOID_PLUGIN_ABI,
+};
 use crate::zoid_proto::zoid::plugin::{DispatchError, Reply};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -51,7 +53,8 @@ struct Use {
 pub(crate) struct ExternPlugin {
     id: u16,
     name: KVec<u8>,
-    functions: KVec<(u16, KVec<u8>)>,
+    /// Id, name and `ZOID_FN_*` flags of each function.
+    functions: KVec<(u16, KVec<u8>, u16)>,
     ops: *const ZoidPluginOps,
     ctx: *mut c_void,
     #[pin]
@@ -101,7 +104,7 @@ impl ExternPlugin {
     unsafe fn new(ops: *const ZoidPluginOps, ctx: *mut c_void) -> Result<Arc<Self>> {
         // SAFETY: the caller guarantees `ops` is valid.
         let o = unsafe { &*ops };
-        if o.abi != ZOID_PLUGIN_ABI || o.dispatch.is_none() {
+        if !(1..=ZOID_PLUGIN_ABI).contains(&o.abi) || o.dispatch.is_none() {
             return Err(EINVAL);
         }
         // SAFETY: `o.name` is a valid string (caller).
@@ -112,7 +115,9 @@ impl ExternPlugin {
             let f = unsafe { &*o.functions.add(i) };
             // SAFETY: as above; its name is a valid string.
             let fname = unsafe { copy_name(f.name) }?;
-            functions.push((f.id, fname), GFP_KERNEL)?;
+            // (ABI 1 had padding where the flags are.)
+            let flags = if o.abi >= 2 { f.flags } else { 0 };
+            functions.push((f.id, fname, flags), GFP_KERNEL)?;
         }
         Arc::pin_init(
             pin_init!(Self {
@@ -173,10 +178,16 @@ impl Plugin for ExternPlugin {
     }
 
     fn for_each_function(&self, f: &mut dyn FnMut(u16, &str) -> Result) -> Result {
-        for (id, name) in self.functions.iter() {
+        for (id, name, _) in self.functions.iter() {
             f(*id, core::str::from_utf8(name).unwrap_or("?"))?;
         }
         Ok(())
+    }
+
+    fn reply_is_ret_only(&self, function: u16) -> bool {
+        self.functions
+            .iter()
+            .any(|(id, _, flags)| *id == function && flags & ZOID_FN_DEFERRABLE != 0)
     }
 
     fn dispatch(
@@ -198,6 +209,7 @@ impl Plugin for ExternPlugin {
             gid: caller.creds.gid,
             tag: caller.tag(),
             groups: groups.as_ptr(),
+            zoid_private: core::ptr::from_ref(caller).cast(),
         };
         let (mut len, mut errno): (usize, c_int) = (0, 0);
         let Some(dispatch) = self.ops().dispatch else {
@@ -312,4 +324,69 @@ pub(crate) extern "C" fn zoid_plugin_unregister(id: u16) {
     }
     p.close();
     pr_info!("plug-in {} (id {id}) unregistered\n", p.name());
+}
+
+/// `zoid_defer()`: takes the reply of the call `caller` describes over (see
+/// `zoid_plugin.h`); 0 with `*out` set, or a negative errno.
+///
+/// # Safety
+///
+/// `caller` is the `zoid_caller` zoid passed to a `dispatch` that has not
+/// returned yet, and `out` is writable.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoid_defer(
+    caller: *const ZoidCaller,
+    out: *mut *mut ZoidDeferred,
+) -> c_int {
+    if caller.is_null() || out.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: a live `zoid_caller` (the caller's guarantee).
+    let private = unsafe { (*caller).zoid_private };
+    if private.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `zoid_private` is the `Caller` of a dispatch still running
+    // (`ExternPlugin::dispatch` set it; the caller's guarantee).
+    let c = unsafe { &*private.cast::<Caller>() };
+    let r = c
+        .defer()
+        .and_then(|d| KBox::new(d, GFP_KERNEL).map_err(Into::into));
+    match r {
+        Ok(d) => {
+            // SAFETY: `out` is writable (the caller's guarantee).
+            unsafe { *out = KBox::into_raw(d).cast() };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `zoid_deferred_reply()`: answers a deferred call with `ret`, or with
+/// `errno_value` if that is not 0, and frees `d`; 0 or a negative errno.
+///
+/// # Safety
+///
+/// `d` came from `zoid_defer()` and is not used again.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn zoid_deferred_reply(
+    d: *mut ZoidDeferred,
+    ret: i64,
+    errno_value: c_int,
+) -> c_int {
+    if d.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: made by `KBox::into_raw` in `zoid_defer`, given back once.
+    let d = unsafe { KBox::from_raw(d.cast::<Deferred>()) };
+    let result = if errno_value != 0 {
+        // A positive errno, whichever sign it came with.
+        Err(errno_value.saturating_abs())
+    } else {
+        Ok(ret)
+    };
+    match KBox::into_inner(d).reply(result) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }

@@ -6,8 +6,20 @@
 
 use kernel::ffi::{c_char, c_int, c_void};
 
-/// The ABI version a plug-in declares in [`ZoidPluginOps::abi`].
-pub(crate) const ZOID_PLUGIN_ABI: u32 = 1;
+/// The ABI version a plug-in declares in [`ZoidPluginOps::abi`]: 2 adds
+/// [`ZoidFunction::flags`], [`ZoidCaller::zoid_private`] and deferred
+/// replies; a plug-in built for 1 still registers.
+pub(crate) const ZOID_PLUGIN_ABI: u32 = 2;
+
+/// [`ZoidFunction::flags`]: the function's reply is `ret` alone, so
+/// `zoid_defer()` may take it over.
+pub(crate) const ZOID_FN_DEFERRABLE: u16 = 0x1;
+
+/// `struct zoid_deferred`: a deferred call's reply, opaque to plug-ins.
+#[repr(C)]
+pub(crate) struct ZoidDeferred {
+    _opaque: [u8; 0],
+}
 
 /// `struct zoid_caller`: who called.
 #[repr(C)]
@@ -26,6 +38,8 @@ pub(crate) struct ZoidCaller {
     pub(crate) tag: u32,
     /// Supplementary groups (`ngroups` of them).
     pub(crate) groups: *const u32,
+    /// zoid's, for `zoid_defer()` (ABI 2).
+    pub(crate) zoid_private: *const c_void,
 }
 
 /// `struct zoid_function`: one function's id and name.
@@ -33,6 +47,8 @@ pub(crate) struct ZoidCaller {
 pub(crate) struct ZoidFunction {
     /// Function id.
     pub(crate) id: u16,
+    /// `ZOID_FN_*` bits (ABI 2; read as 0 from a plug-in built for 1).
+    pub(crate) flags: u16,
     /// NUL-terminated name.
     pub(crate) name: *const c_char,
 }

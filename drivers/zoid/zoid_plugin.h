@@ -25,7 +25,12 @@
 
 #include <linux/types.h>
 
-#define ZOID_PLUGIN_ABI 1
+/*
+ * 2: zoid_function.flags, zoid_caller.zoid_private and deferred replies
+ * (zoid_defer()).  A plug-in built for 1 (no flags: nothing deferrable)
+ * still registers.
+ */
+#define ZOID_PLUGIN_ABI 2
 
 /* Who called: a CN process and its credentials as the CN sent them. */
 struct zoid_caller {
@@ -36,10 +41,15 @@ struct zoid_caller {
 	u32 gid;
 	u32 tag;
 	const u32 *groups;
+	const void *zoid_private;	/* zoid's, for zoid_defer() (ABI 2) */
 };
+
+/* The function's reply is `ret` alone: zoid_defer() may take it over. */
+#define ZOID_FN_DEFERRABLE 0x1
 
 struct zoid_function {
 	u16 id;
+	u16 flags;			/* ZOID_FN_* (ABI 2; read as 0 for 1) */
 	const char *name;
 };
 
@@ -69,5 +79,21 @@ struct zoid_plugin_ops {
 
 int zoid_plugin_register(const struct zoid_plugin_ops *ops, void *ctx);
 void zoid_plugin_unregister(u16 id);
+
+/*
+ * Deferred replies (ABI 2).  Inside dispatch, for a ZOID_FN_DEFERRABLE
+ * function, zoid_defer() takes the call's reply over: dispatch returns 0
+ * (its reply is ignored), the worker is free at once, and the caller waits
+ * until zoid_deferred_reply() answers, from any thread that may sleep (not
+ * under a spinlock).  It sets *out and returns 0, or -EINVAL (not a
+ * deferrable function, or not inside dispatch), -EBUSY (deferred already),
+ * -ENOMEM.  Every deferred call must be answered exactly once, before the
+ * plug-in's module goes (ECANCELED for those it gives up): the answer
+ * frees `d`.  zoid_deferred_reply() returns 0, or a negative errno if the
+ * reply could not be sent (the CN is gone).
+ */
+struct zoid_deferred;
+int zoid_defer(const struct zoid_caller *caller, struct zoid_deferred **out);
+int zoid_deferred_reply(struct zoid_deferred *d, s64 ret, int errno_value);
 
 #endif

@@ -23,6 +23,8 @@ const char *zoid_param_export(void) { return export; }
 #include "zoid_plugin.h"
 EXPORT_SYMBOL_GPL(zoid_plugin_register);
 EXPORT_SYMBOL_GPL(zoid_plugin_unregister);
+EXPORT_SYMBOL_GPL(zoid_defer);
+EXPORT_SYMBOL_GPL(zoid_deferred_reply);
 
 /* The client ABI (drivers/zoid/client_abi.rs implements it). */
 #include "zoid_client.h"

@@ -13,10 +13,12 @@
 //! unloading it waits for calls running in it.
 
 use core::marker::PhantomData;
+use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
+use kernel::sync::Mutex;
 
 #[path = "../zoid/plugin_abi.rs"]
 mod plugin_abi;
@@ -24,14 +26,60 @@ mod plugin_abi;
 #[path = "../../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
 
-use plugin_abi::{ZoidCaller, ZoidFunction, ZoidPluginOps, ZOID_PLUGIN_ABI};
+use plugin_abi::{
+    ZoidCaller, ZoidDeferred, ZoidFunction, ZoidPluginOps, ZOID_FN_DEFERRABLE, ZOID_PLUGIN_ABI,
+};
 use zoid_proto::zoid::plugin::{DispatchError, Reply};
 use zoid_proto::zoid::plugins::sample;
 
 extern "C" {
     fn zoid_plugin_register(ops: *const ZoidPluginOps, ctx: *mut c_void) -> c_int;
     fn zoid_plugin_unregister(id: u16);
+    fn zoid_defer(caller: *const ZoidCaller, out: *mut *mut ZoidDeferred) -> c_int;
+    fn zoid_deferred_reply(d: *mut ZoidDeferred, ret: i64, errno_value: c_int) -> c_int;
 }
+
+/// A call whose reply this plug-in took over (`zoid_defer()`): answered
+/// once with [`Later::reply`], or `ECANCELED` when dropped unanswered.
+struct Later(NonNull<ZoidDeferred>);
+
+// SAFETY: zoid answers a deferred call from any thread.
+unsafe impl Send for Later {}
+
+impl Later {
+    /// Takes over the reply of the call `caller` is running (inside
+    /// `dispatch` only, for a deferrable function).
+    fn take(caller: &ZoidCaller) -> Result<Self> {
+        let mut d = core::ptr::null_mut();
+        // SAFETY: `caller` is the running dispatch's (the only place this
+        // is called from); `d` is writable.
+        to_result(unsafe { zoid_defer(caller, &mut d) })?;
+        NonNull::new(d).map(Self).ok_or(EINVAL)
+    }
+
+    /// Answers with `result` (`Ok(ret)` or `Err(positive errno)`).
+    fn reply(self, result: core::result::Result<i64, i32>) -> Result {
+        let d = self.0.as_ptr();
+        core::mem::forget(self);
+        let (ret, errno) = match result {
+            Ok(ret) => (ret, 0),
+            Err(e) => (0, e),
+        };
+        // SAFETY: `d` came from `zoid_defer` and is answered once (`self`
+        // is forgotten, so its drop does not answer again).
+        to_result(unsafe { zoid_deferred_reply(d, ret, errno) })
+    }
+}
+
+impl Drop for Later {
+    fn drop(&mut self) {
+        // SAFETY: as in `reply`: answered this once.
+        let _ = unsafe { zoid_deferred_reply(self.0.as_ptr(), 0, ECANCELED.to_errno().abs()) };
+    }
+}
+
+/// Calls that may wait in `meet` at once.
+const MAX_WAITERS: usize = 16;
 
 module! {
     type: SampleModule,
@@ -41,9 +89,20 @@ module! {
     license: "GPL",
 }
 
+/// A `meet` call waiting for its partner: its key, its caller's node and
+/// its reply.
+struct Waiter {
+    key: u32,
+    node: u16,
+    later: Later,
+}
+
 /// The `sample` implementation.
 struct Sample {
     served: Atomic<u64>,
+    /// `meet` calls waiting for their partner (answered `ECANCELED` if
+    /// still there when the module unloads).
+    waiting: Pin<KBox<Mutex<KVec<Waiter>>>>,
 }
 
 impl sample::Server for Sample {
@@ -60,12 +119,43 @@ impl sample::Server for Sample {
     fn served(&self, _ctx: &ZoidCaller) -> Result<i64, i32> {
         Ok(self.served.fetch_add(1, Relaxed) as i64 + 1)
     }
+
+    fn meet(&self, ctx: &ZoidCaller, key: u32) -> Result<i64, i32> {
+        self.served.fetch_add(1, Relaxed);
+        let mut waiting = self.waiting.lock();
+        if let Some(i) = waiting.iter().position(|w| w.key == key) {
+            let first = waiting.remove(i).map_err(|_| EINVAL.to_errno().abs())?;
+            drop(waiting);
+            // If the first caller is gone, this one still met it.
+            let _ = first.later.reply(Ok(i64::from(ctx.node)));
+            return Ok(i64::from(first.node));
+        }
+        if waiting.len() >= MAX_WAITERS {
+            return Err(EAGAIN.to_errno().abs());
+        }
+        waiting
+            .reserve(1, GFP_KERNEL)
+            .map_err(|_| ENOMEM.to_errno().abs())?;
+        let later = Later::take(ctx).map_err(|e| e.to_errno().abs())?;
+        // Cannot fail: room was reserved.
+        let _ = waiting.push(
+            Waiter {
+                key,
+                node: ctx.node,
+                later,
+            },
+            GFP_KERNEL,
+        );
+        Ok(0)
+    }
 }
 
 /// How a declared plug-in's server is driven through the ABI.
 trait Declared: Send + Sync + 'static {
     const ID: u16;
     const FUNCTIONS: &'static [(u16, &'static str)];
+    /// Whether `function`'s reply is `ret` alone (it may be deferred).
+    fn reply_is_ret_only(function: u16) -> bool;
     fn dispatch(
         &self,
         caller: &ZoidCaller,
@@ -78,6 +168,10 @@ trait Declared: Send + Sync + 'static {
 impl Declared for Sample {
     const ID: u16 = sample::ID;
     const FUNCTIONS: &'static [(u16, &'static str)] = sample::FUNCTIONS;
+
+    fn reply_is_ret_only(function: u16) -> bool {
+        sample::reply_is_ret_only(function)
+    }
 
     fn dispatch(
         &self,
@@ -156,6 +250,11 @@ impl<S: Declared> Registration<S> {
             t.functions.push(
                 ZoidFunction {
                     id: *id,
+                    flags: if S::reply_is_ret_only(*id) {
+                        ZOID_FN_DEFERRABLE
+                    } else {
+                        0
+                    },
                     name: n.as_ptr(),
                 },
                 GFP_KERNEL,
@@ -241,6 +340,10 @@ impl kernel::Module for SampleModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let server = Sample {
             served: Atomic::new(0),
+            waiting: KBox::pin_init(
+                kernel::new_mutex!(KVec::new(), "zoid_sample::waiting"),
+                GFP_KERNEL,
+            )?,
         };
         let registration = Registration::new(server, sample::NAME)?;
         Ok(Self {

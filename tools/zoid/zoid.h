@@ -65,7 +65,7 @@ enum { JOB_ID = 3 };
 enum { JOB_START = 1, JOB_END = 2 };
 
 enum { SAMPLE_ID = 16 };   /* drivers/zoid_sample (an external plug-in module) */
-enum { SAMPLE_UPPER = 1, SAMPLE_SERVED = 2 };
+enum { SAMPLE_UPPER = 1, SAMPLE_SERVED = 2, SAMPLE_MEET = 3 };
 enum { UNIX_ID = 2 };
 enum { UNIX_OPEN = 1, UNIX_OPENAT, UNIX_CLOSE, UNIX_READ, UNIX_WRITE, UNIX_PREAD,
        UNIX_PWRITE, UNIX_LSEEK, UNIX_FSTAT, UNIX_STAT, UNIX_LSTAT, UNIX_FSYNC,

@@ -11,10 +11,13 @@
  *   zoidcall add A B               prints A+B computed on the ION
  *   zoidcall upper TEXT            TEXT upper-cased by the `sample` plug-in
  *                                  (zoid_sample.ko, loaded on the ION)
- *   zoidcall meet KEY              waits for a second `meet KEY` (any CN);
+ *   zoidcall meet KEY [sample]     waits for a second `meet KEY` (any CN);
  *                                  prints the partner's node id (the ION
  *                                  answers the first call later: a deferred
- *                                  reply, holding no worker meanwhile)
+ *                                  reply, holding no worker meanwhile);
+ *                                  with `sample`, through the plug-in in
+ *                                  its own module (the plug-in ABI's
+ *                                  deferred replies)
  *   zoidcall job hold ID EXEC ARGS GLOBAL_SIZE LOCAL_SIZE MODE SECONDS
  *                                  register a job's start on the ION, wait,
  *                                  register its end (a job belongs to the
@@ -105,10 +108,12 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "meet")) {
 		uint8_t a[8], r[16];
 		struct zbuf args = { a, 0, sizeof(a), 0 }, reply = { r, 0, sizeof(r), 0 };
+		int sample = argc > 3 && !strcmp(argv[3], "sample");
 		int err;
 
 		zput_u32(&args, argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 0);
-		err = zoid_call(fd, ZTEST_ID, ZTEST_RENDEZVOUS, &args, &reply);
+		err = zoid_call(fd, sample ? SAMPLE_ID : ZTEST_ID,
+				sample ? SAMPLE_MEET : ZTEST_RENDEZVOUS, &args, &reply);
 		if (err)
 			return fail(cmd, err);
 		printf("meet partner %lld\n", (long long)(int64_t)zget_u64(&reply));

@@ -15,4 +15,12 @@ zoid_plugin! {
     /// Returns how many calls this load of the plug-in served, this one
     /// included.
     fn served() = 2;
+
+    /// Waits for a second call with the same `key` (from any CN or
+    /// process) and returns the other caller's node id; both calls return
+    /// then.  The first one is answered later through the plug-in ABI's
+    /// deferred replies (`zoid_defer()`), so a waiting call holds no
+    /// worker.  Calls still waiting when the module unloads fail with
+    /// `ECANCELED`; when 16 already wait, `EAGAIN`.
+    fn meet(key: in u32) = 3;
 }
