@@ -1793,15 +1793,22 @@ impl Inner {
     /// (a CN below a relay) comes or goes: a neighbouring ION's session
     /// does that itself.
     fn track_far_ion(&mut self) {
-        let now = match self.ion() {
-            Some(ion) if self.neighbor(ion).is_none() => ion,
-            _ => NO_ION,
+        if self.role == Role::Ion {
+            return;
+        }
+        let ion = self.ion();
+        let direct = ion.is_some_and(|i| self.neighbors.iter().any(|n| n.up && n.node == i));
+        let now = if direct {
+            NO_ION
+        } else {
+            ion.unwrap_or(NO_ION)
         };
         let was = core::mem::replace(&mut self.far_ion, now);
         if was == now {
             return;
         }
-        if was != NO_ION {
+        // (An ION that became a neighbour: its session said it is up.)
+        if was != NO_ION && !(direct && ion == Some(was)) {
             let _ = self.events.push(
                 Event::Peer {
                     node: was,
@@ -2919,7 +2926,7 @@ impl Inner {
         n.takes_piggy_acks = hello.features & FEATURE_PIGGY_ACK != 0;
         n.takes_xxh64 = hello.features & FEATURE_XXH64 != 0;
         let below = &hello.below[..usize::from(hello.n_below).min(HELLO_MAX_BELOW)];
-        if n.up {
+        if n.up && n.below[..] != *below {
             // A relay's subtree changed (a CN below it went down or came
             // up): upper layers hear of those nodes as of any peer.
             let gone = n

@@ -349,13 +349,15 @@ pub(crate) unsafe extern "C" fn zoid_defer(
     // SAFETY: `zoid_private` is the `Caller` of a dispatch still running
     // (`ExternPlugin::dispatch` set it; the caller's guarantee).
     let c = unsafe { &*private.cast::<Caller>() };
-    let r = c
-        .defer()
-        .and_then(|d| KBox::new(d, GFP_KERNEL).map_err(Into::into));
-    match r {
+    // The room first: once deferred, a `Deferred` dropped for want of it
+    // would answer ECANCELED while the plug-in is told nothing was.
+    let Ok(slot) = KBox::<Deferred>::new_uninit(GFP_KERNEL) else {
+        return ENOMEM.to_errno();
+    };
+    match c.defer() {
         Ok(d) => {
             // SAFETY: `out` is writable (the caller's guarantee).
-            unsafe { *out = KBox::into_raw(d).cast() };
+            unsafe { *out = KBox::into_raw(slot.write(d)).cast() };
             0
         }
         Err(e) => e.to_errno(),

@@ -394,6 +394,10 @@ impl ServerCore {
                 let Some(out) = out else {
                     return Some(0);
                 };
+                // No reply over max_reply, as on the worker's path.
+                let max_reply = k.max_reply.load(Relaxed) as usize;
+                let room = out.len().min(max_reply);
+                let out = &mut out[..room];
                 if out.len() < CALL_HEADER_LEN {
                     return None;
                 }
@@ -764,7 +768,10 @@ fn run_call(
     let max_reply = core.knobs.max_reply.load(Relaxed) as usize;
     let mut in_message = None;
     let result = loop {
-        let (_, body) = reply.split_at_mut(CALL_HEADER_LEN);
+        // The buffer may have grown for an earlier call: never past the
+        // limit for this one (max_reply may have been lowered since).
+        let room = reply.len().min(max_reply.max(CALL_HEADER_LEN));
+        let (_, body) = reply[..room].split_at_mut(CALL_HEADER_LEN);
         match plugin.dispatch(caller, hdr.function, args, body) {
             // The reply did not fit this buffer (the plug-in has not run
             // yet): into a message of its own if it is large, else into

@@ -85,9 +85,11 @@ void zoid_plugin_unregister(u16 id);
  * function, zoid_defer() takes the call's reply over: dispatch returns 0
  * (its reply is ignored), the worker is free at once, and the caller waits
  * until zoid_deferred_reply() answers, from any thread that may sleep (not
- * under a spinlock).  It sets *out and returns 0, or -EINVAL (not a
- * deferrable function, or not inside dispatch), -EBUSY (deferred already),
- * -ENOMEM.  Every deferred call must be answered exactly once, before the
+ * under a spinlock).  `caller` must be the one dispatch was given, while
+ * dispatch runs: it points into zoid's state of the running call, gone
+ * once dispatch returns.  zoid_defer() sets *out and returns 0, or -EINVAL
+ * (not a deferrable function), -EBUSY (deferred already) or -ENOMEM
+ * (nothing deferred: dispatch answers as usual).  Every deferred call must be answered exactly once, before the
  * plug-in's module goes (ECANCELED for those it gives up): the answer
  * frees `d`.  zoid_deferred_reply() returns 0, or a negative errno if the
  * reply could not be sent (the CN is gone).

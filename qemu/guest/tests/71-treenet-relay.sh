@@ -86,7 +86,9 @@ esac
 barrier 714
 echo "$timeout0" > $T/peer_timeout_ms
 if [ "$ZOID_ROLE" = ion ]; then
-  last_event 1 up && last_event 2 up || { echo "CN 1 or 2 not back up"; cat $T/selftest_events; exit 1; }
+  both_up() { last_event 1 up && last_event 2 up; }
+  wait_until 30 both_up ||
+    { echo "CN 1 or 2 not back up"; cat $T/selftest_events; exit 1; }
 fi
 if [ "$ZOID_NODE" = cn2 ]; then
   st send 0 65536 1 > /dev/null   # through CN 1 again
