@@ -16,6 +16,8 @@
 #     (both nodes busy-poll, so idle time no longer hides a round trip's work)
 #   RTT_OPS=20000 WORKLOADS="zoid_null fwd_null" scripts/bench-profile.sh
 #     (more round trips, so more samples)
+#   KNOBS="treenet/ack_threshold=0" MOUNT_OPTS="cache=loose,inflight=2" \
+#     WORKLOADS="zoidfs_par2_read" scripts/bench-profile.sh  (knobs, mount options)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -30,6 +32,8 @@ env="TOP=${TOP:-40}"
 [ -n "${WORKLOADS:-}" ] && env="$env WORKLOADS='$WORKLOADS'"
 [ -n "${BUSY_POLL_US:-}" ] && env="$env BUSY_POLL_US='$BUSY_POLL_US'"
 [ -n "${RTT_OPS:-}" ] && env="$env RTT_OPS='$RTT_OPS'"
+[ -n "${KNOBS:-}" ] && env="$env KNOBS='$KNOBS'"
+[ -n "${MOUNT_OPTS:-}" ] && env="$env MOUNT_OPTS='$MOUNT_OPTS'"
 rc=0
 "$repo/qemu/pset" --arch x86_64 --flavor "${FLAVOR:-release}" --cns 1 --log "$log" \
   --add "$tcpbench:/zoid/bench/tcpbench" \

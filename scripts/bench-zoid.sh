@@ -43,6 +43,7 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
     ns = split("4k 64k 256k 1m 4m", S, " ")
     printf "%-22s %12s %12s\n", "test", "zoid", "tcp"
     printf "%-22s %12s %12s\n", "null call us", cell("zoid_null_rtt_us"), cell("tcp_null_rtt_us")
+    printf "%-22s %12s %12s\n", "floor: icmp, ping us", cell("icmp_rtt_us"), cell("treenet_ping_rtt_us")
     for (i = 1; i <= ns; i++)
       for (o = 1; o <= 2; o++) {
         op = (o == 1) ? "write" : "read"
@@ -50,6 +51,11 @@ cat "$log"/*.console 2>/dev/null | tr -d '\r' | awk '
           cell("tcp_" op "_" S[i] "_mbps")
       }
     for (i = 1; i <= nn; i++) print notes[i]
+    # What the null-call goal (1.5 times lower latency than the forwarder)
+    # asks, against the round trips nothing forwarded can beat.
+    if (("tcp_null_rtt_us" in v) && ("icmp_rtt_us" in v) && ("treenet_ping_rtt_us" in v))
+      printf "null-call goal: 1.5x the forwarder needs <= %.0f us; floors: ICMP echo %.0f us, treenet ping %.0f us\n",
+        v["tcp_null_rtt_us"] / 1.5, v["icmp_rtt_us"], v["treenet_ping_rtt_us"]
     for (i = 1; i <= nm; i++) print "bench-zoid: missing " missing[i]
     ratio("zoid_vs_tcp_null_rtt", "tcp_null_rtt_us", "zoid_null_rtt_us")
     for (i = 1; i <= ns; i++)

@@ -109,6 +109,18 @@ value() {
   esac
 }
 
+# icmp_rtt <count>: <count> 32-byte ICMP echoes to the ION (busybox ping
+# -A: the next as soon as the last is answered), as an "ok op=icmp rtt_ns="
+# line (the mean; busybox prints microseconds).
+icmp_rtt() {
+  ping -A -q -c "$1" -s 32 "$ION_IP" | awk -F'[/ ]+' '
+    /round-trip/ { for (i = 1; i <= NF; i++) if ($i == "=") { printf "ok op=icmp rtt_ns=%.0f\n", $(i + 2) * 1e6; exit } }'
+}
+
+# tn_ping <count>: <count> 32-byte round trips of treenet's self-test to
+# the ION, its "ok ... rtt_ns=" line.
+tn_ping() { echo "ping 0 32 $1" > "$TN/selftest" && cat "$TN/selftest"; }
+
 # measure <name> <tput|rtt> <command...>: runs the command REPEAT times and
 # prints "BENCH <name> <median>" (the runs on a "bench:" line before it).
 measure() {

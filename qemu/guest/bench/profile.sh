@@ -23,8 +23,15 @@
 #   zoidfs_write_1m, zoidfs_read_1m  fsbench's sequential write (ending
 #                          with an fsync) and read, 1 MiB blocks, on zoidfs
 #                          with cache=loose (caches dropped before each)
+#   zoidfs_par1_read, zoidfs_par2_read, zoidfs_par4_read  fsbench par read:
+#                          1, 2 or 4 processes at once, each reading its own
+#                          16 MiB file in 1 MiB blocks (make bench's scaling
+#                          run; the files are written in the warm-up)
 #   zoidfs_meta            fsbench meta on the same mount: 2000 files created,
 #                          stat'ed and unlinked in one directory
+# KNOBS: sysfs knobs both nodes set before the first workload, as
+#   "treenet/ack_threshold=0 zoid/workers=8" (under /sys/kernel).
+# MOUNT_OPTS: zoidfs mount options (default cache=loose).
 # RTT_OPS (default 2000): round trips of the *_rtt, *_null and *_meta
 # workloads (more samples for a sharper profile).
 # The output, per workload and node, between "== <workload> <node>" and
@@ -51,6 +58,9 @@ ops() {
   case "$1" in
     *_4k) echo 8192 ;;
     *_1m) echo 48 ;;
+    zoidfs_par1_read) echo 16 ;;   # MiB
+    zoidfs_par2_read) echo 32 ;;
+    zoidfs_par4_read) echo 64 ;;
     *_rtt | *_null | *_meta) echo "${RTT_OPS:-2000}" ;;
     *) echo 1 ;;
   esac
@@ -74,6 +84,8 @@ run() {
     fwd_null) "$ZB" null "tcp:$ION_IP:$ZPORT" "$n" ;;
     zoidfs_write_1m) "$FSB" write /mnt/zp/seq 1048576 $((n * 1048576)) ;;
     zoidfs_read_1m) "$FSB" read /mnt/zp/seq 1048576 ;;
+    zoidfs_par[124]_read) np=${1#zoidfs_par}; np=${np%_read}
+      "$FSB" par read /mnt/zp/par "$np" 1048576 16777216 ;;
     zoidfs_meta) mkdir -p /mnt/zp/meta && "$FSB" meta /mnt/zp/meta "$n" 1 | tr '\n' ' ' ;;
     *) echo "unknown workload $1"; return 1 ;;
   esac
@@ -100,6 +112,9 @@ if [ "$ZOID_ROLE" = ion ]; then
     zserver=$!
   fi
 fi
+for k in ${KNOBS:-}; do
+  echo "${k#*=}" > "/sys/kernel/${k%%=*}" || die "cannot set $k"
+done
 barrier 1
 if [ "$ZOID_ROLE" = cn ]; then
   # Warm-ups: ARP, the TCP server's start, treenet's first round trip.
@@ -113,9 +128,13 @@ if [ "$ZOID_ROLE" = cn ]; then
   fi
   if [ -n "$zoidfs" ]; then
     mkdir -p /mnt/zp
-    mount -t zoidfs -o cache=loose zoidfs /mnt/zp || die "cannot mount zoidfs"
+    mount -t zoidfs -o "${MOUNT_OPTS:-cache=loose}" zoidfs /mnt/zp || die "cannot mount zoidfs"
     "$FSB" write /mnt/zp/seq 1048576 $(($(ops zoidfs_write_1m) * 1048576)) > /dev/null ||
       fail zoidfs_warmup
+    case " $WORKLOADS " in
+      *" zoidfs_par"*) mkdir -p /mnt/zp/par &&
+        "$FSB" par write /mnt/zp/par 4 1048576 16777216 > /dev/null || fail zoidfs_par_warmup ;;
+    esac
   fi
 fi
 i=0

@@ -11,6 +11,8 @@
 # read the file zoidbench.dat there).  The CN prints (medians of REPEAT runs
 # each, zoid's and the forwarder's taken in turns):
 #   BENCH <fwd>_null_rtt_us <microseconds per null call>
+#   BENCH icmp_rtt_us, treenet_ping_rtt_us <microseconds per round trip>
+#     (the link's floors: ICMP echo and treenet's self-test ping)
 #   BENCH <fwd>_write_<size>_mbps / <fwd>_read_<size>_mbps <Mbit/s>
 # where <fwd> is zoid or tcp and <size> 4k 64k 256k 1m 4m.
 BIN=${ZOIDBENCH:-/zoid/bench/zoidbench}
@@ -40,6 +42,12 @@ TCP="tcp:$ION_IP:$PORT"
 # zoid's and the forwarder's runs of each measurement in turns (in_turns).
 in_turns rtt "$REPEAT" zoid_null_rtt_us '"$BIN" null zoid "$NULL_COUNT"' \
   tcp_null_rtt_us '"$BIN" null "$TCP" "$NULL_COUNT"'
+# The link's floors for a round trip, in turns: the kernel's ICMP echo
+# (answered in the ION's receive softirq: no thread, no user space on either
+# node) and treenet's self-test ping (answered there too).  Any forwarded
+# call costs at least such a round trip.
+in_turns rtt "$REPEAT" icmp_rtt_us 'icmp_rtt "$NULL_COUNT"' \
+  treenet_ping_rtt_us 'tn_ping "$NULL_COUNT"'
 for s in $SIZES; do
   split "$s"
   for op in write read; do
