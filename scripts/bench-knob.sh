@@ -27,16 +27,18 @@ import re, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     m = dict(re.findall(r"(\S+?)=(\S+)", line))
-    k = [x for x in m if x not in ("round", "ping_ns", "tcp_ns", "zoid_ns")][0]
+    k = [x for x in m if x not in ("round", "ping_ns", "tcp_ns", "zoid_ns", "icmp_ns")][0]
     try:
         p, t, z = (int(m[x]) for x in ("ping_ns", "tcp_ns", "zoid_ns"))
     except (KeyError, ValueError):
         continue
-    rows.setdefault(f"{k}={m[k]}", []).append((p, t, z))
+    i = int(m["icmp_ns"]) if m.get("icmp_ns", "").isdigit() else 0
+    rows.setdefault(f"{k}={m[k]}", []).append((p, t, z, i))
 for v, rs in rows.items():
     med = lambda xs: statistics.median(xs)
     print(f"{v}: rounds={len(rs)} ping={med([r[0] for r in rs]) / 1000:.0f}us "
           f"tcp={med([r[1] for r in rs]) / 1000:.0f}us zoid={med([r[2] for r in rs]) / 1000:.0f}us "
+          f"icmp={med([r[3] for r in rs]) / 1000:.0f}us "
           f"tcp/ping={med([r[1] / r[0] for r in rs]):.2f} tcp/zoid={med([r[1] / r[2] for r in rs]):.2f}")
 PY
 [ "$rc" = 0 ] || echo "bench-knob: the pset failed (exit $rc, consoles in $log)"

@@ -8,7 +8,9 @@
 # NODES (ion, cn or both), the order reversed every other round, and the
 # CN times N treenet pings of 32 bytes, N null calls through the TCP
 # forwarder (zoidbench's server on the ION: the TCP peer of make
-# bench-treenet's and bench-zoid's round trips) and N zoid null calls.
+# bench-treenet's and bench-zoid's round trips), N zoid null calls and N
+# ICMP echoes (busybox ping -A: the kernel's own round trip, answered in
+# the ION's receive softirq, the link's floor).
 # It prints one line per measurement, then per value the medians of the
 # rounds and of the ratios to TCP (>1: faster than TCP).
 ZB=${ZOIDBENCH:-/zoid/bench/zoidbench}
@@ -46,7 +48,8 @@ while [ $r -le "$ROUNDS" ]; do
       p=$(echo "ping 0 32 $N" > "$TN/selftest" && cat "$TN/selftest")
       t=$("$ZB" null "$TCP" "$N")
       z=$("$ZB" null zoid "$N")
-      echo "KNOB $KNOB=$v round=$r ping_ns=$(field rtt_ns "$p") tcp_ns=$(field rtt_ns "$t") zoid_ns=$(field rtt_ns "$z")"
+      i=$(icmp_rtt "$N")
+      echo "KNOB $KNOB=$v round=$r ping_ns=$(field rtt_ns "$p") tcp_ns=$(field rtt_ns "$t") zoid_ns=$(field rtt_ns "$z") icmp_ns=$(field rtt_ns "$i")"
     fi
     barrier "2$r$v"
   done

@@ -170,7 +170,7 @@ report() { n=$1; shift; say "$n runs: $*"; echo "BENCH $n $(median "$@")"; }
 # interrupts, in /tmp/snap.<name> (for delta).
 snap() {
   {
-    awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|msgs_sent|msgs_received|rx_queue|softirq_"
+    awk '{print "tn."$1, $2}' $TN/stats | grep -E "frames_|acks_sent|acks_piggy|kicks_saved|engine_|drive|hellos_sent|retransmits|rto_expired|duplicates|rendezvous_|grants_|send_waits|send_stalls|drop_|tx_|msgs_sent|msgs_received|rx_queue|softirq_"
     awk '{print "zoid."$1, $2}' $Z/stats 2>/dev/null | grep -E "calls_|direct|inline"
     # zoidfs's calls per operation, where a zoidfs mount is loaded.
     awk '{print "zfs."$1, $2}' /sys/kernel/zoidfs/stats 2>/dev/null
