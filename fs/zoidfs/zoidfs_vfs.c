@@ -16,7 +16,8 @@
  *    write dirty data back, open revalidates the attributes and drops
  *    cached pages another CN made stale; attributes and positive dentries
  *    are trusted for actimeo seconds.
- *  - loose: as strict, but open trusts cached attributes too.
+ *  - loose: as strict, but open trusts cached attributes too, and positive
+ *    dentries hold for acdirmin seconds (30 unless told, NFS's default).
  * O_DIRECT always goes straight to the ION.  Modelled on fs/9p and fs/nfs.
  *
  * consistency=relaxed (with cache=none): ZOID's relaxed model.  A CN's
@@ -67,6 +68,9 @@
 #define ZOIDFS_CALL_OVERHEAD 1024
 /* Largest transfer per call, whatever the ION allows. */
 #define ZOIDFS_MAX_IO (1U << 20)
+/* Seconds positive dentries of a cache=loose mount hold (NFS's acdirmin). */
+#define ZOIDFS_ACDIRMIN_LOOSE 30
+
 /* Reads or writes one stream keeps in flight (mount option inflight=). */
 #define ZOIDFS_INFLIGHT_DEFAULT 4
 #define ZOIDFS_INFLIGHT_MAX 16
@@ -113,7 +117,8 @@ struct zoidfs_sb {
 	bool relaxed;		/* consistency=relaxed */
 	struct list_head relaxed_sbs;	/* on zoidfs_relaxed_sbs */
 	struct super_block *sb;
-	unsigned long actimeo;	/* jiffies attributes and dentries hold */
+	unsigned long actimeo;	/* jiffies attributes hold */
+	unsigned long acdir;	/* jiffies positive dentries hold */
 	struct zoidfs_fh root;
 	u32 ion;
 	u32 rsize;
@@ -586,8 +591,11 @@ static struct dentry *zoidfs_lookup(struct inode *dir, struct dentry *dentry,
 
 /*
  * cache=none: a dentry holds until the next walk, which asks the ION
- * again.  strict and loose: positive dentries hold for actimeo.  Negative
- * dentries are never trusted (another CN may have made the name).
+ * again.  strict and loose: positive dentries hold for acdirmin (strict:
+ * actimeo unless told).  Negative dentries are never trusted (another CN
+ * may have made the name), nor any dentry of a walk the VFS repeats with
+ * LOOKUP_REVAL (an operation on the inode found met ESTALE: the file the
+ * name led to is gone from the ION).
  */
 static int zoidfs_d_revalidate(struct inode *dir, const struct qstr *name,
 			       struct dentry *dentry, unsigned int flags)
@@ -598,8 +606,8 @@ static int zoidfs_d_revalidate(struct inode *dir, const struct qstr *name,
 	inode = d_inode_rcu(dentry);
 	if (!inode)
 		return 0;
-	if (sbi->cache != Cache_none &&
-	    time_before(jiffies, READ_ONCE(dentry->d_time) + sbi->actimeo))
+	if (sbi->cache != Cache_none && !(flags & LOOKUP_REVAL) &&
+	    time_before(jiffies, READ_ONCE(dentry->d_time) + sbi->acdir))
 		return 1;
 	if (flags & LOOKUP_RCU)
 		return -ECHILD;
@@ -3045,7 +3053,7 @@ static int zoidfs_show_options(struct seq_file *m, struct dentry *root)
 		seq_show_option(m, "ssi_set", sbi->ssi_set);
 	}
 	if (sbi->cache != Cache_none)
-		seq_printf(m, ",actimeo=%lu", sbi->actimeo / HZ);
+		seq_printf(m, ",actimeo=%lu,acdirmin=%lu", sbi->actimeo / HZ, sbi->acdir / HZ);
 	seq_printf(m, ",%s,timeo=%u,retrans=%u,rsize=%u,wsize=%u,inflight=%u",
 		   sbi->hard ? "hard" : "soft", sbi->timeo, sbi->retrans, sbi->rsize,
 		   sbi->wsize, sbi->inflight);
@@ -3080,7 +3088,7 @@ static const struct super_operations zoidfs_sops = {
 
 /* ---- Mounting ---- */
 
-enum { Opt_ion, Opt_export, Opt_cache, Opt_actimeo, Opt_timeo, Opt_retrans, Opt_soft,
+enum { Opt_ion, Opt_export, Opt_cache, Opt_actimeo, Opt_acdirmin, Opt_timeo, Opt_retrans, Opt_soft,
 	Opt_hard, Opt_rsize, Opt_wsize, Opt_inflight, Opt_consistency, Opt_ssi_set, Opt_acl };
 
 static const struct fs_parameter_spec zoidfs_params[] = {
@@ -3088,6 +3096,7 @@ static const struct fs_parameter_spec zoidfs_params[] = {
 	fsparam_string("export", Opt_export),
 	fsparam_enum("cache", Opt_cache, zoidfs_cache_modes),
 	fsparam_u32("actimeo", Opt_actimeo),
+	fsparam_u32("acdirmin", Opt_acdirmin),
 	fsparam_u32("timeo", Opt_timeo),
 	fsparam_u32("retrans", Opt_retrans),
 	fsparam_flag("soft", Opt_soft),
@@ -3109,6 +3118,8 @@ struct zoidfs_ctx {
 	int cache;
 	bool cache_given;	/* cache= was written */
 	u32 actimeo;		/* seconds */
+	bool actimeo_given;	/* actimeo= was written */
+	u32 acdirmin;		/* seconds; U32_MAX: not written */
 	u32 timeo;
 	u32 retrans;
 	u32 rsize;
@@ -3163,6 +3174,13 @@ static int zoidfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 			return invalfc(fc, "actimeo=%u out of range (0..3600 seconds)",
 				       result.uint_32);
 		ctx->actimeo = result.uint_32;
+		ctx->actimeo_given = true;
+		break;
+	case Opt_acdirmin:
+		if (result.uint_32 > 3600)
+			return invalfc(fc, "acdirmin=%u out of range (0..3600 seconds)",
+				       result.uint_32);
+		ctx->acdirmin = result.uint_32;
 		break;
 	case Opt_timeo:
 		if (!result.uint_32 || result.uint_32 > 36000)
@@ -3254,6 +3272,17 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sbi->cache = ctx->cache;
 	sbi->relaxed = ctx->consistency == Consistency_relaxed;
 	sbi->actimeo = (unsigned long)ctx->actimeo * HZ;
+	/*
+	 * Positive dentries: acdirmin= if written; else, as NFS's actimeo sets
+	 * every timeout, actimeo= if written; else NFS's acdirmin (30 s) for
+	 * cache=loose and actimeo's default for strict.
+	 */
+	if (ctx->acdirmin != U32_MAX)
+		sbi->acdir = (unsigned long)ctx->acdirmin * HZ;
+	else if (ctx->actimeo_given || ctx->cache != Cache_loose)
+		sbi->acdir = sbi->actimeo;
+	else
+		sbi->acdir = (unsigned long)ZOIDFS_ACDIRMIN_LOOSE * HZ;
 	sbi->timeo = ctx->timeo;
 	sbi->retrans = ctx->retrans;
 	sbi->hard = ctx->hard;
@@ -3363,6 +3392,7 @@ static int zoidfs_init_fs_context(struct fs_context *fc)
 	ctx->ion = U32_MAX;
 	ctx->cache = Cache_none;
 	ctx->actimeo = 3;	/* NFS's acregmin */
+	ctx->acdirmin = U32_MAX;
 	ctx->timeo = 600;	/* 60 s, like NFS over TCP */
 	ctx->retrans = 2;
 	ctx->inflight = ZOIDFS_INFLIGHT_DEFAULT;

@@ -27,6 +27,11 @@
 #                          1, 2 or 4 processes at once, each reading its own
 #                          16 MiB file in 1 MiB blocks (make bench's scaling
 #                          run; the files are written in the warm-up)
+#   zoidfs_write_4k        fsbench's sequential write of 4 MiB in 4 KiB blocks
+#                          (then fsync) on the zoidfs mount
+#   local_meta, local_write_4k  the same as zoidfs_meta and zoidfs_write_4k
+#                          on a tmpfs of the CN's own: the floor any network
+#                          filesystem's figures meet (no calls at all)
 #   zoidfs_meta            fsbench meta on the same mount: 2000 files created,
 #                          stat'ed and unlinked in one directory
 # KNOBS: sysfs knobs both nodes set before the first workload, as
@@ -66,6 +71,12 @@ ops() {
   esac
 }
 
+# local_dir: a tmpfs of the CN's own at /tmp/local (the local_* workloads:
+# what the same system calls cost with no network filesystem at all).
+local_dir() {
+  mkdir -p /tmp/local && { grep -q " /tmp/local " /proc/mounts || mount -t tmpfs local /tmp/local; }
+}
+
 # run <workload>: the CN's side of one workload, its result on stdout.
 run() {
   n=$(ops "$1")
@@ -86,6 +97,9 @@ run() {
     zoidfs_read_1m) "$FSB" read /mnt/zp/seq 1048576 ;;
     zoidfs_par[124]_read) np=${1#zoidfs_par}; np=${np%_read}
       "$FSB" par read /mnt/zp/par "$np" 1048576 16777216 ;;
+    zoidfs_write_4k) "$FSB" write /mnt/zp/seq4k 4096 4194304 ;;
+    local_meta) local_dir && mkdir -p /tmp/local/meta && "$FSB" meta /tmp/local/meta "$n" 1 | tr '\n' ' ' ;;
+    local_write_4k) local_dir && "$FSB" write /tmp/local/seq4k 4096 4194304 ;;
     zoidfs_meta) mkdir -p /mnt/zp/meta && "$FSB" meta /mnt/zp/meta "$n" 1 | tr '\n' ' ' ;;
     *) echo "unknown workload $1"; return 1 ;;
   esac

@@ -2,7 +2,9 @@
 # a POSIX workload on the mount gives the same results as on a local tmpfs,
 # and zfsx's random read/write/truncate/mmap verifies every byte; what one
 # CN did is what the others see (at once with cache=none, at the next open
-# with cache=strict); appends from every CN interleave whole; bad mount
+# with cache=strict); cache=loose's dentries and attributes hold as long as
+# its options say, and no longer once the ION lost the file; appends from
+# every CN interleave whole; bad mount
 # options, a missing export and a wrong ION fail cleanly; a busy mount and
 # a mounted module are refused.
 . /zoid/tests/treenet-lib.sh
@@ -114,6 +116,39 @@ fi
 barrier 898
 if [ "$ZOID_ROLE" = cn ]; then
   [ "$(cat $M/shared)" = "version two" ] || { echo "stale on cn$ZOID_NODE_ID"; exit 1; }
+  umount $M
+fi
+# cache=loose: positive dentries hold for acdirmin (30 s unless told; an
+# actimeo= alone sets it too, as NFS's actimeo sets every timeout),
+# attributes for actimeo.  A file removed on the ION is gone here once its
+# attributes are stale, however long its dentry may hold: the getattr
+# meets ESTALE, the VFS walks again with LOOKUP_REVAL, and that walk asks
+# the ION.
+if [ "$ZOID_ROLE" = cn ]; then
+  must_fail_mount "out of range" acdirmin=100000
+  mount -t zoidfs -o cache=loose zoidfs $M
+  grep " $M zoidfs " /proc/mounts | grep -q ",actimeo=3,acdirmin=30," ||
+    { echo "cache=loose: $(grep " $M " /proc/mounts)"; exit 1; }
+  umount $M
+  mount -t zoidfs -o cache=loose,actimeo=7 zoidfs $M
+  grep " $M zoidfs " /proc/mounts | grep -q ",actimeo=7,acdirmin=7,"
+  umount $M
+  mount -t zoidfs -o cache=strict zoidfs $M
+  grep " $M zoidfs " /proc/mounts | grep -q ",actimeo=3,acdirmin=3,"
+  umount $M
+  mount -t zoidfs -o cache=loose,actimeo=1,acdirmin=600 zoidfs $M
+  echo doomed > $M/doomed-$ZOID_NODE_ID
+  [ "$(cat $M/doomed-$ZOID_NODE_ID)" = doomed ]   # its dentry and attributes cached
+fi
+barrier 878
+[ "$ZOID_ROLE" = ion ] && rm -f $X/doomed-*
+barrier 879
+if [ "$ZOID_ROLE" = cn ]; then
+  sleep 2   # past actimeo, well within acdirmin
+  out=$(stat -c %s $M/doomed-$ZOID_NODE_ID 2>&1) &&
+    { echo "a file removed on the ION still stats on cn$ZOID_NODE_ID: $out"; exit 1; }
+  echo "$out" | grep -q "No such file" || { echo "stat of a removed file: $out"; exit 1; }
+  [ ! -e $M/doomed-$ZOID_NODE_ID ]
   umount $M
 fi
 barrier 899
