@@ -14,8 +14,8 @@
  *  - strict: close-to-open.  Reads and writes go through the page cache
  *    (readahead and write-back in rsize/wsize calls); close and fsync
  *    write dirty data back, open revalidates the attributes and drops
- *    cached pages another CN made stale; attributes and positive dentries
- *    are trusted for actimeo seconds.
+ *    cached pages another CN made stale; attributes are trusted for
+ *    actimeo seconds, positive dentries for acdirmin (actimeo unless told).
  *  - loose: as strict, but open trusts cached attributes too, and positive
  *    dentries hold for acdirmin seconds (30 unless told, NFS's default).
  * O_DIRECT always goes straight to the ION.  Modelled on fs/9p and fs/nfs.
@@ -595,7 +595,9 @@ static struct dentry *zoidfs_lookup(struct inode *dir, struct dentry *dentry,
  * actimeo unless told).  Negative dentries are never trusted (another CN
  * may have made the name), nor any dentry of a walk the VFS repeats with
  * LOOKUP_REVAL (an operation on the inode found met ESTALE: the file the
- * name led to is gone from the ION).
+ * name led to is gone from the ION), nor one an exclusive create would
+ * fail on (LOOKUP_EXCL: O_EXCL, mkdir, mknod, symlink, link's target; a
+ * name another CN removed must not give EEXIST), as NFS does.
  */
 static int zoidfs_d_revalidate(struct inode *dir, const struct qstr *name,
 			       struct dentry *dentry, unsigned int flags)
@@ -606,7 +608,7 @@ static int zoidfs_d_revalidate(struct inode *dir, const struct qstr *name,
 	inode = d_inode_rcu(dentry);
 	if (!inode)
 		return 0;
-	if (sbi->cache != Cache_none && !(flags & LOOKUP_REVAL) &&
+	if (sbi->cache != Cache_none && !(flags & (LOOKUP_REVAL | LOOKUP_EXCL)) &&
 	    time_before(jiffies, READ_ONCE(dentry->d_time) + sbi->acdir))
 		return 1;
 	if (flags & LOOKUP_RCU)
@@ -743,6 +745,7 @@ static int zoidfs_atomic_open(struct inode *dir, struct dentry *dentry,
 			iput(inode);
 			return -EISDIR;
 		}
+		dentry->d_time = jiffies;
 		d_instantiate(dentry, inode);
 		return finish_no_open(file, NULL);
 	}
@@ -817,6 +820,7 @@ static int zoidfs_link(struct dentry *old, struct inode *dir, struct dentry *den
 	zoidfs_apply_attr(inode, &a);
 	zoidfs_attr_stale(dir);
 	ihold(inode);
+	dentry->d_time = jiffies;
 	d_instantiate(dentry, inode);
 	return 0;
 }
@@ -882,6 +886,9 @@ static int zoidfs_unlink(struct inode *dir, struct dentry *dentry)
 		zoidfs_drop_nlink(d_inode(dentry));
 		zoidfs_attr_stale(d_inode(dentry));
 		zoidfs_attr_stale(dir);
+	} else if (err == -ENOENT) {
+		/* Gone on the ION already (another CN): no walk finds it here. */
+		d_drop(dentry);
 	}
 	return err;
 }
@@ -894,6 +901,8 @@ static int zoidfs_rmdir(struct inode *dir, struct dentry *dentry)
 	if (!err) {
 		clear_nlink(d_inode(dentry));
 		zoidfs_attr_stale(dir);
+	} else if (err == -ENOENT) {
+		d_drop(dentry);
 	}
 	return err;
 }
@@ -3275,11 +3284,12 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	/*
 	 * Positive dentries: acdirmin= if written; else, as NFS's actimeo sets
 	 * every timeout, actimeo= if written; else NFS's acdirmin (30 s) for
-	 * cache=loose and actimeo's default for strict.
+	 * a cache=loose that was asked for, and actimeo's default for strict
+	 * and for consistency=ssi's implied loose.
 	 */
 	if (ctx->acdirmin != U32_MAX)
 		sbi->acdir = (unsigned long)ctx->acdirmin * HZ;
-	else if (ctx->actimeo_given || ctx->cache != Cache_loose)
+	else if (ctx->actimeo_given || ctx->cache != Cache_loose || !ctx->cache_given)
 		sbi->acdir = sbi->actimeo;
 	else
 		sbi->acdir = (unsigned long)ZOIDFS_ACDIRMIN_LOOSE * HZ;

@@ -137,18 +137,30 @@ if [ "$ZOID_ROLE" = cn ]; then
   grep " $M zoidfs " /proc/mounts | grep -q ",actimeo=3,acdirmin=3,"
   umount $M
   mount -t zoidfs -o cache=loose,actimeo=1,acdirmin=600 zoidfs $M
-  echo doomed > $M/doomed-$ZOID_NODE_ID
-  [ "$(cat $M/doomed-$ZOID_NODE_ID)" = doomed ]   # its dentry and attributes cached
+  grep " $M zoidfs " /proc/mounts | grep -q ",actimeo=1,acdirmin=600,"
+  for f in doomed excl kept; do
+    echo $f > $M/$f-$ZOID_NODE_ID
+    [ "$(cat $M/$f-$ZOID_NODE_ID)" = $f ]   # its dentry and attributes cached
+  done
 fi
 barrier 878
-[ "$ZOID_ROLE" = ion ] && rm -f $X/doomed-*
+[ "$ZOID_ROLE" = ion ] && rm -f $X/doomed-* $X/excl-*
 barrier 879
 if [ "$ZOID_ROLE" = cn ]; then
   sleep 2   # past actimeo, well within acdirmin
+  # A name that still exists holds: its stat fetches the attributes only.
+  l0=$(counter $ZFS/stats lookup)
+  [ "$(stat -c %s $M/kept-$ZOID_NODE_ID)" = 5 ]
+  [ "$(counter $ZFS/stats lookup)" = "$l0" ] ||
+    { echo "a name was looked up again within acdirmin on cn$ZOID_NODE_ID"; exit 1; }
+  # An exclusive create asks the ION, whose file is gone: no EEXIST.
+  mkdir $M/excl-$ZOID_NODE_ID || { echo "mkdir over a name removed on the ION"; exit 1; }
+  [ -d $M/excl-$ZOID_NODE_ID ] && rmdir $M/excl-$ZOID_NODE_ID
   out=$(stat -c %s $M/doomed-$ZOID_NODE_ID 2>&1) &&
     { echo "a file removed on the ION still stats on cn$ZOID_NODE_ID: $out"; exit 1; }
   echo "$out" | grep -q "No such file" || { echo "stat of a removed file: $out"; exit 1; }
   [ ! -e $M/doomed-$ZOID_NODE_ID ]
+  rm $M/kept-$ZOID_NODE_ID
   umount $M
 fi
 barrier 899
