@@ -45,7 +45,7 @@ while [ $r -le "$ROUNDS" ]; do
     [ -n "$mine" ] && { echo "$v" > "$KF" || die "cannot set $KNOB=$v"; }
     barrier "1$r$v"
     if [ "$ZOID_ROLE" = cn ]; then
-      p=$(echo "ping 0 32 $N" > "$TN/selftest" && cat "$TN/selftest")
+      p=$(tn_ping "$N")
       t=$("$ZB" null "$TCP" "$N")
       z=$("$ZB" null zoid "$N")
       i=$(icmp_rtt "$N")

@@ -111,7 +111,7 @@ value() {
 
 # icmp_rtt <count>: <count> 32-byte ICMP echoes to the ION (busybox ping
 # -A: the next as soon as the last is answered), as an "ok op=icmp rtt_ns="
-# line (the mean; busybox prints microseconds).
+# line (the mean; busybox prints milliseconds with three decimals).
 icmp_rtt() {
   ping -A -q -c "$1" -s 32 "$ION_IP" | awk -F'[/ ]+' '
     /round-trip/ { for (i = 1; i <= NF; i++) if ($i == "=") { printf "ok op=icmp rtt_ns=%.0f\n", $(i + 2) * 1e6; exit } }'
