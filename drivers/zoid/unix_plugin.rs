@@ -10,8 +10,12 @@
 //!   `root_squash` (on by default) an unmapped uid 0 becomes 65534
 //!   (nobody) and gid 0 65534 (nogroup), as NFS does.  Only a caller that
 //!   ends up as uid 0 keeps capabilities.  See `zoid_proto::zoid::idmap`.
-//! - Confinement: paths resolve with the export as root (see
-//!   `rust/zoid_kernel/vfs.rs`); `..` components are refused.
+//! - Confinement: paths resolve with the export as root, rename-safe (see
+//!   `rust/zoid_kernel/vfs.rs`); `..` components are refused.  Only
+//!   regular files and directories are opened (`ENXIO`: a FIFO would hold
+//!   a worker, a device would reach past the export), with open(2)'s
+//!   permission checks under the caller's credentials (a CN's own checks
+//!   are not trusted); `O_TMPFILE` is not supported.
 //! - Descriptors: per CN process (node, pid), numbered from 3, at most
 //!   [`MAX_FDS`]; they close when the process ends (its `/dev/zoid` is
 //!   closed), when the CN goes away, or when the export changes.

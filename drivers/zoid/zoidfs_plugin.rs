@@ -30,7 +30,7 @@ use crate::plugin::{declared_plugin, Caller};
 use crate::unix_plugin::{wire_stat, Unix};
 use crate::zoid_kernel::kthread::KThread;
 use crate::zoid_kernel::time::{boot_time_ns, random_u32};
-use crate::zoid_kernel::vfs::{self, CPath, Export, Make, Name, Obj};
+use crate::zoid_kernel::vfs::{self, Access, CPath, Export, Make, Name, Obj};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::unix::{Dirent, Stat};
 use crate::zoid_proto::zoid::plugins::zoidfs::{
@@ -227,12 +227,6 @@ impl Zoidfs {
         let e = self.by_id(id).ok_or(errno(ESTALE))?;
         Ok((e, &b[ID_LEN..]))
     }
-
-    /// Resolves `h` (inside `run_as`).
-    fn resolve(&self, h: &Handle) -> core::result::Result<Obj, i32> {
-        let (e, fh) = self.export_of(h)?;
-        e.resolve(fh).map_err(errno)
-    }
 }
 
 fn errno(e: Error) -> i32 {
@@ -386,8 +380,17 @@ impl zoidfs::Server for Zoidfs {
 
     fn link(&self, ctx: &Caller, h: Handle, dir: Handle, n: &[u8], attr: &mut Stat) -> CallResult {
         let n = name(n)?;
+        let (e, fh) = self.export_of(&h)?;
+        let (de, dfh) = self.export_of(&dir)?;
+        // Two exports may share a filesystem: a link never joins them.
+        if e.id() != de.id() {
+            return Err(errno(EXDEV));
+        }
         self.unix.run_as(ctx, || {
-            let (o, d) = (self.resolve(&h)?, self.resolve(&dir)?);
+            let (o, d) = (
+                e.resolve(fh).map_err(errno)?,
+                de.resolve(dfh).map_err(errno)?,
+            );
             o.link(&d, n).map_err(errno)?;
             *attr = wire_stat(&o.stat().map_err(errno)?);
             Ok(0)
@@ -415,8 +418,18 @@ impl zoidfs::Server for Zoidfs {
             return Err(errno(EINVAL));
         }
         let (from, to) = (name(from)?, name(to)?);
+        let (fe, ffh) = self.export_of(&from_dir)?;
+        let (te, tfh) = self.export_of(&to_dir)?;
+        // Two exports may share a filesystem: a rename never moves an
+        // object from one to the other (a way out of an export).
+        if fe.id() != te.id() {
+            return Err(errno(EXDEV));
+        }
         self.unix.run_as(ctx, || {
-            let (fd, td) = (self.resolve(&from_dir)?, self.resolve(&to_dir)?);
+            let (fd, td) = (
+                fe.resolve(ffh).map_err(errno)?,
+                te.resolve(tfh).map_err(errno)?,
+            );
             fd.rename(from, &td, to, flags).map_err(errno)?;
             Ok(0)
         })
@@ -438,9 +451,7 @@ impl zoidfs::Server for Zoidfs {
             return Err(errno(EINVAL));
         }
         self.on(ctx, &dir, |d| {
-            let f = d
-                .open(bindings::O_RDONLY | bindings::O_DIRECTORY)
-                .map_err(errno)?;
+            let f = d.open(Access::List).map_err(errno)?;
             if cookie != 0 {
                 f.llseek(cookie, bindings::SEEK_SET).map_err(errno)?;
             }
@@ -472,7 +483,7 @@ impl zoidfs::Server for Zoidfs {
             return Err(errno(EINVAL));
         }
         self.on(ctx, &h, |o| {
-            let f = o.open(bindings::O_RDONLY).map_err(errno)?;
+            let f = o.open(Access::Read).map_err(errno)?;
             let mut pos = offset;
             Ok(f.read(data, Some(&mut pos)).map_err(errno)? as i64)
         })
@@ -490,13 +501,13 @@ impl zoidfs::Server for Zoidfs {
     ) -> CallResult {
         *verf = self.verifier;
         // `APPEND` (-1): at the end of the file, as O_APPEND.
-        let flags = match offset {
-            APPEND => bindings::O_WRONLY | bindings::O_APPEND,
-            0.. => bindings::O_WRONLY,
+        let access = match offset {
+            APPEND => Access::Append,
+            0.. => Access::Write,
             _ => return Err(errno(EINVAL)),
         };
         self.on(ctx, &h, |o| {
-            let f = o.open(flags).map_err(errno)?;
+            let f = o.open(access).map_err(errno)?;
             let mut pos = offset.max(0);
             let n = f.write(data, Some(&mut pos)).map_err(errno)?;
             // O_SYNC or O_DSYNC on the CN (one flag: the stronger sync).
@@ -515,7 +526,7 @@ impl zoidfs::Server for Zoidfs {
             fsleep(Delta::from_millis(delay.into()));
         }
         self.on(ctx, &h, |o| {
-            let f = o.open(bindings::O_RDONLY).map_err(errno)?;
+            let f = o.open(Access::Commit).map_err(errno)?;
             f.sync(datasync).map_err(errno)?;
             Ok(0)
         })

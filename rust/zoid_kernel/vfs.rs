@@ -462,6 +462,25 @@ pub(crate) struct SetAttr {
     pub(crate) mtime_nsec: u32,
 }
 
+/// What an object is opened for ([`Obj::open`]); the shim's
+/// `ZK_ACCESS_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub(crate) enum Access {
+    /// Read a regular file: who may read it, its owner whatever the
+    /// mode, and who may execute it (unless the export is noexec).
+    Read = 0,
+    /// Write a regular file at any offset: who may write it, its owner
+    /// whatever the mode; never an append-only file (`EPERM`).
+    Write = 1,
+    /// Write at a regular file's end (`O_APPEND`).
+    Append = 2,
+    /// Put a regular file on stable storage: who may read or write it.
+    Commit = 3,
+    /// List a directory: who may read it.
+    List = 4,
+}
+
 /// `struct zk_statfs` of the shim.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
@@ -517,7 +536,7 @@ extern "C" {
         flags: u32,
     ) -> c_int;
     fn zk_obj_readlink(o: *mut RawObj, buf: *mut u8, size: u32) -> c_int;
-    fn zk_obj_open(o: *mut RawObj, flags: c_int, err: *mut c_int) -> *mut RawFile;
+    fn zk_obj_open(o: *mut RawObj, access: c_int, err: *mut c_int) -> *mut RawFile;
     fn zk_obj_setattr(o: *mut RawObj, s: *const SetAttr) -> c_int;
     fn zk_obj_statfs(o: *mut RawObj, out: *mut StatFs) -> c_int;
 }
@@ -699,11 +718,16 @@ impl Obj {
         check(rc).map(|()| rc as usize)
     }
 
-    /// Opens the object (open(2) `flags`, kernel numbering).
-    pub(crate) fn open(&self, flags: u32) -> Result<File> {
+    /// Opens the object for `access`, once the caller (whose credentials
+    /// the thread runs with) may: a CN's own checks are not trusted, so
+    /// the ION checks again, as nfsd does (`zk_permission` in
+    /// `shim/vfs_obj.c`).  Data of a regular file only (`EISDIR`,
+    /// `EINVAL`), a listing of a directory only (`ENOTDIR`): a FIFO or a
+    /// device is never opened.
+    pub(crate) fn open(&self, access: Access) -> Result<File> {
         let mut err = 0;
         // SAFETY: `raw` is live; `err` writable.
-        let f = unsafe { zk_obj_open(self.raw, flags as c_int, &mut err) };
+        let f = unsafe { zk_obj_open(self.raw, access as c_int, &mut err) };
         if f.is_null() {
             return Err(Error::from_errno(err));
         }

@@ -5,9 +5,9 @@
  *
  * The Rust side is rust/zoid_kernel/vfs.rs.  Every path is resolved with the
  * export as its root, as if chrooted there: ".." at the export stays at the
- * export and an absolute symlink resolves inside it (file_open_root's preset
- * root; LOOKUP_IN_ROOT for the other lookups, which also makes ".." walks
- * rename-safe).  The Rust side additionally refuses ".." components.
+ * export and an absolute symlink resolves inside it (LOOKUP_IN_ROOT, which
+ * also makes ".." walks rename-safe, for opens too: zk_open_below).  The
+ * Rust side additionally refuses ".." components.
  * Modelled on ksmbd (fs/smb/server/vfs.c).
  */
 #include <linux/cred.h>
@@ -126,17 +126,13 @@ void zk_creds_leave(const struct cred *old)
 	revert_creds(old);
 }
 
+static struct file *zk_open_below(const struct path *root, const char *path, int flags,
+				  u32 mode, int *err);
+
 struct file *zk_file_open(struct zk_export *e, const char *path, int flags,
 			  u32 mode, int *err)
 {
-	struct file *f = file_open_root(&e->root, path, flags | O_LARGEFILE, mode);
-
-	if (IS_ERR(f)) {
-		*err = PTR_ERR(f);
-		return NULL;
-	}
-	*err = 0;
-	return f;
+	return zk_open_below(&e->root, path, flags, mode, err);
 }
 
 /*
@@ -147,19 +143,11 @@ struct file *zk_file_open(struct zk_export *e, const char *path, int flags,
 struct file *zk_file_open_below(struct file *dir, const char *path, int flags,
 				u32 mode, int *err)
 {
-	struct file *f;
-
 	if (!d_can_lookup(dir->f_path.dentry)) {
 		*err = -ENOTDIR;
 		return NULL;
 	}
-	f = file_open_root(&dir->f_path, path, flags | O_LARGEFILE, mode);
-	if (IS_ERR(f)) {
-		*err = PTR_ERR(f);
-		return NULL;
-	}
-	*err = 0;
-	return f;
+	return zk_open_below(&dir->f_path, path, flags, mode, err);
 }
 
 void zk_file_put(struct file *f)
@@ -318,18 +306,24 @@ int zk_path_readlink(struct zk_export *e, const char *path, u8 *buf, u32 size)
  * which the caller releases with putname() after its last use of @last
  * (on success only).
  */
-static int zk_parent(struct zk_export *e, const char *path, struct path *parent,
-		     struct qstr *last, struct filename **name)
+static int zk_parent_below(const struct path *root, const char *path, struct path *parent,
+			   struct qstr *last, struct filename **name)
 {
 	int err;
 
 	*name = getname_kernel(path);
 	if (IS_ERR(*name))
 		return PTR_ERR(*name);
-	err = vfs_path_parent_lookup(*name, ZK_LOOKUP, parent, last, &e->root);
+	err = vfs_path_parent_lookup(*name, ZK_LOOKUP, parent, last, root);
 	if (err)
 		putname(*name);
 	return err;
+}
+
+static int zk_parent(struct zk_export *e, const char *path, struct path *parent,
+		     struct qstr *last, struct filename **name)
+{
+	return zk_parent_below(&e->root, path, parent, last, name);
 }
 
 /* What zk_make_at makes (the zoidfs shim's kinds too). */
@@ -392,6 +386,140 @@ static int zk_make_at(const struct path *dir, struct qstr *last, u32 mode, int k
 drop:
 	mnt_drop_write(dir->mnt);
 	return err;
+}
+
+/*
+ * Creates the regular file @path below @root, exclusively: 0 with *@made
+ * set to the new file, or an error (EEXIST when something has the name).
+ */
+static int zk_create_file_below(const struct path *root, const char *path, u32 mode,
+				struct path *made)
+{
+	struct path parent;
+	struct qstr last;
+	struct filename *name;
+	struct dentry *d = NULL;
+	int err = zk_parent_below(root, path, &parent, &last, &name);
+
+	if (err)
+		return err;
+	err = zk_make_at(&parent, &last, mode, ZK_MAKE_FILE_EXCL, NULL, 0, &d);
+	if (!err) {
+		made->mnt = mntget(parent.mnt);
+		made->dentry = d;
+	}
+	path_put(&parent);
+	putname(name);
+	return err;
+}
+
+/* Flags of open(2) that only the open itself acts on. */
+#define ZK_OPEN_ONLY (O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC)
+
+/*
+ * open(2) of @path below @root for a CN's call (and the ION's own opens of
+ * its files), as openat2(2) with RESOLVE_IN_ROOT: the walk never leaves
+ * @root, even while renames move directories ("..", absolute symlinks and
+ * magic links included).  Only regular files and directories are opened:
+ * a FIFO, socket or device node gives ENXIO, so a CN can neither hold a
+ * worker in a FIFO's open nor reach a device through the export.  The
+ * permission checks are may_open()'s, with the caller's credentials (the
+ * Rust side installed them): read and write permission, a directory never
+ * for writing, an append-only file only with O_APPEND and never
+ * truncated, O_NOATIME only for the owner.  A file this open created is
+ * not checked again (its mode may deny what its creator asked, as
+ * open(2) allows).  O_TMPFILE is not supported (EOPNOTSUPP).
+ */
+static struct file *zk_open_below(const struct path *root, const char *path, int flags,
+				  u32 mode, int *err)
+{
+	unsigned int lookup = ZK_LOOKUP;
+	struct path p;
+	struct inode *inode;
+	struct file *f;
+	bool created = false;
+	int acc = 0;
+
+	if ((flags & __O_TMPFILE) == __O_TMPFILE) {
+		*err = -EOPNOTSUPP;
+		return NULL;
+	}
+	if ((flags & O_ACCMODE) == O_ACCMODE) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (flags & O_PATH)
+		flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	if (!(flags & O_NOFOLLOW))
+		lookup |= LOOKUP_FOLLOW;
+	if (flags & O_DIRECTORY)
+		lookup |= LOOKUP_DIRECTORY;
+	*err = -ENOENT;
+	if (flags & O_CREAT) {
+		*err = zk_create_file_below(root, path, mode, &p);
+		if (!*err)
+			created = true;
+		else if (*err != -EEXIST || (flags & O_EXCL))
+			return NULL;
+	}
+	if (!created) {
+		*err = vfs_path_lookup(root->dentry, root->mnt, path, lookup, &p);
+		if (*err)
+			return NULL;
+	}
+	inode = d_inode(p.dentry);
+	if (flags & O_PATH)
+		goto open;
+	if (d_is_symlink(p.dentry))
+		*err = -ELOOP;		/* O_NOFOLLOW */
+	else if (S_ISDIR(inode->i_mode))
+		*err = ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT))) ?
+			-EISDIR : 0;
+	else if (!S_ISREG(inode->i_mode))
+		*err = -ENXIO;
+	else if ((flags & O_DIRECTORY))
+		*err = -ENOTDIR;
+	if (*err)
+		goto out;
+	if ((flags & O_ACCMODE) != O_WRONLY)
+		acc |= MAY_READ;
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC))
+		acc |= MAY_WRITE;
+	if (flags & O_APPEND)
+		acc |= MAY_APPEND;
+	if (IS_APPEND(inode) && (acc & MAY_WRITE) &&
+	    (!(flags & O_APPEND) || (flags & O_TRUNC))) {
+		*err = -EPERM;
+		goto out;
+	}
+	if ((flags & O_NOATIME) && !inode_owner_or_capable(mnt_idmap(p.mnt), inode)) {
+		*err = -EPERM;
+		goto out;
+	}
+	if (!created) {
+		*err = inode_permission(mnt_idmap(p.mnt), inode, MAY_OPEN | acc);
+		if (*err)
+			goto out;
+	}
+open:
+	f = dentry_open(&p, (flags & ~ZK_OPEN_ONLY) | O_LARGEFILE, current_cred());
+	if (IS_ERR(f)) {
+		*err = PTR_ERR(f);
+		goto out;
+	}
+	if ((flags & O_TRUNC) && !created && S_ISREG(inode->i_mode) && !(flags & O_PATH)) {
+		*err = vfs_truncate(&p, 0);
+		if (*err) {
+			fput(f);
+			goto out;
+		}
+	}
+	path_put(&p);
+	*err = 0;
+	return f;
+out:
+	path_put(&p);
+	return NULL;
 }
 
 /* mkdir (@target NULL) or symlink to @target, at @path. */

@@ -233,6 +233,30 @@ struct zk_obj *zk_obj_create(struct zk_obj *dir, const char *name, u32 len, u32 
 	return *err ? NULL : zk_obj_new(dir->path.mnt, d, err);
 }
 
+/*
+ * As may_linkat() with protected_hardlinks on (the default; here always,
+ * whatever the sysctl): a link only to a file the caller owns, or to a
+ * regular file it may read and write that is neither set-user-id nor
+ * set-group-id and executable.
+ */
+static int zk_may_link(const struct path *p)
+{
+	struct mnt_idmap *idmap = mnt_idmap(p->mnt);
+	struct inode *inode = d_inode(p->dentry);
+	umode_t mode = inode->i_mode;
+
+	if (!vfsuid_valid(i_uid_into_vfsuid(idmap, inode)) ||
+	    !vfsgid_valid(i_gid_into_vfsgid(idmap, inode)))
+		return -EOVERFLOW;
+	if (inode_owner_or_capable(idmap, inode))
+		return 0;
+	if (S_ISREG(mode) && !(mode & S_ISUID) &&
+	    (mode & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
+	    !inode_permission(idmap, inode, MAY_READ | MAY_WRITE))
+		return 0;
+	return -EPERM;
+}
+
 int zk_obj_link(struct zk_obj *o, struct zk_obj *dir, const char *name, u32 len)
 {
 	struct qstr q = QSTR_LEN(name, len);
@@ -245,6 +269,9 @@ int zk_obj_link(struct zk_obj *o, struct zk_obj *dir, const char *name, u32 len)
 		return err;
 	if (o->path.mnt != mnt)
 		return -EXDEV;
+	err = zk_may_link(&o->path);
+	if (err)
+		return err;
 	err = mnt_want_write(mnt);
 	if (err)
 		return err;
@@ -298,18 +325,159 @@ int zk_obj_readlink(struct zk_obj *o, u8 *buf, u32 size)
 	return min_t(size_t, len, INT_MAX);
 }
 
-/* open(2) of the object itself (read, write, readdir and fsync go through
- * the struct file; the Rust side wraps it as a File). */
-struct file *zk_obj_open(struct zk_obj *o, int flags, int *err)
-{
-	struct file *f = dentry_open(&o->path, flags | O_LARGEFILE, current_cred());
+/*
+ * A CN is not trusted (docs/reliability.md, "Threat model"): its kernel
+ * checked permissions already, but a CN root passes any check of its own
+ * kernel.  So the ION checks every access to an object again, with the
+ * caller's mapped credentials (installed by the Rust side), as
+ * nfsd_permission() checks an NFS call: dentry_open() checks nothing.
+ */
+#define ZK_MAY_READ		(1 << 0)
+#define ZK_MAY_WRITE		(1 << 1)
+/* The owner passes, whatever the mode (a file written through a
+ * descriptor opened before a chmod, or created with mode 0). */
+#define ZK_MAY_OWNER_OVERRIDE	(1 << 2)
+/* Who may execute a regular file may read it (a CN pages a 0711 program
+ * in), unless the export's mount is noexec. */
+#define ZK_MAY_READ_IF_EXEC	(1 << 3)
+/* Shrinking a file (refused on an append-only one). */
+#define ZK_MAY_TRUNC		(1 << 4)
 
+static bool zk_noexec(const struct path *p)
+{
+	return (p->mnt->mnt_flags & MNT_NOEXEC) || (p->mnt->mnt_sb->s_iflags & SB_I_NOEXEC);
+}
+
+static int zk_permission(const struct path *p, int acc)
+{
+	struct inode *inode = d_inode(p->dentry);
+	struct mnt_idmap *idmap = mnt_idmap(p->mnt);
+	int mask = (acc & ZK_MAY_READ ? MAY_READ : 0) | (acc & ZK_MAY_WRITE ? MAY_WRITE : 0);
+	int err;
+
+	if (acc & (ZK_MAY_WRITE | ZK_MAY_TRUNC)) {
+		if (__mnt_is_readonly(p->mnt))
+			return -EROFS;
+		if (IS_IMMUTABLE(inode))
+			return -EPERM;
+	}
+	if ((acc & ZK_MAY_TRUNC) && IS_APPEND(inode))
+		return -EPERM;
+	if ((acc & ZK_MAY_OWNER_OVERRIDE) &&
+	    vfsuid_eq_kuid(i_uid_into_vfsuid(idmap, inode), current_fsuid()))
+		return 0;
+	err = inode_permission(idmap, inode, mask);
+	if (err == -EACCES && mask == MAY_READ && (acc & ZK_MAY_READ_IF_EXEC) &&
+	    S_ISREG(inode->i_mode) && !zk_noexec(p))
+		err = inode_permission(idmap, inode, MAY_EXEC);
+	return err;
+}
+
+/* What a call opens an object for (zoid_kernel::vfs::Access). */
+enum {
+	ZK_ACCESS_READ = 0, ZK_ACCESS_WRITE = 1, ZK_ACCESS_APPEND = 2, ZK_ACCESS_COMMIT = 3,
+	ZK_ACCESS_LIST = 4,
+};
+
+/*
+ * Opens the object for @access (read, write, readdir and fsync go through
+ * the struct file; the Rust side wraps it as a File), after the checks an
+ * open(2) on the ION would make: data only of a regular file, listing only
+ * of a directory (so a FIFO or a device in the export is never opened by a
+ * CN's call), the caller's permission as zk_permission() decides, and an
+ * append-only file written only at its end.
+ */
+struct file *zk_obj_open(struct zk_obj *o, int access, int *err)
+{
+	struct inode *inode = d_inode(o->path.dentry);
+	int flags, acc;
+	struct file *f;
+
+	switch (access) {
+	case ZK_ACCESS_READ:
+		flags = O_RDONLY;
+		acc = ZK_MAY_READ | ZK_MAY_OWNER_OVERRIDE | ZK_MAY_READ_IF_EXEC;
+		break;
+	case ZK_ACCESS_WRITE:
+	case ZK_ACCESS_APPEND:
+		flags = O_WRONLY | (access == ZK_ACCESS_APPEND ? O_APPEND : 0);
+		acc = ZK_MAY_WRITE | ZK_MAY_OWNER_OVERRIDE;
+		break;
+	case ZK_ACCESS_COMMIT:
+		/* fsync(2) works on any descriptor: who may read or write. */
+		flags = O_RDONLY;
+		acc = ZK_MAY_READ | ZK_MAY_OWNER_OVERRIDE;
+		break;
+	case ZK_ACCESS_LIST:
+		flags = O_RDONLY | O_DIRECTORY;
+		acc = ZK_MAY_READ;
+		break;
+	default:
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (access == ZK_ACCESS_LIST)
+		*err = S_ISDIR(inode->i_mode) ? 0 : -ENOTDIR;
+	else
+		*err = S_ISREG(inode->i_mode) ? 0 : S_ISDIR(inode->i_mode) ? -EISDIR : -EINVAL;
+	if (*err)
+		return NULL;
+	if (access == ZK_ACCESS_WRITE && IS_APPEND(inode)) {
+		*err = -EPERM;
+		return NULL;
+	}
+	*err = zk_permission(&o->path, acc);
+	if (*err == -EACCES && access == ZK_ACCESS_COMMIT)
+		*err = zk_permission(&o->path, ZK_MAY_WRITE | ZK_MAY_OWNER_OVERRIDE);
+	if (*err)
+		return NULL;
+	f = dentry_open(&o->path, flags | O_LARGEFILE, current_cred());
 	if (IS_ERR(f)) {
 		*err = PTR_ERR(f);
 		return NULL;
 	}
-	*err = 0;
 	return f;
+}
+
+/*
+ * A regular file's new size, as nfsd_setattr() sets it: write permission
+ * (the owner's whatever the mode, so ftruncate() through the descriptor
+ * that created a mode 0 file works), never an append-only file's.
+ */
+static int zk_obj_truncate(struct zk_obj *o, s64 size)
+{
+	struct dentry *d = o->path.dentry;
+	struct inode *inode = d_inode(d);
+	struct iattr attr = {
+		.ia_valid = ATTR_SIZE | ATTR_CTIME | ATTR_MTIME,
+		.ia_size = size,
+	};
+	int err;
+
+	if (d_is_dir(d))
+		return -EISDIR;
+	if (!d_is_reg(d))
+		return -EINVAL;
+	if (size < 0)
+		return -EINVAL;
+	if (IS_APPEND(inode))
+		return -EPERM;
+	err = zk_permission(&o->path, ZK_MAY_WRITE | ZK_MAY_OWNER_OVERRIDE |
+			    (size < i_size_read(inode) ? ZK_MAY_TRUNC : 0));
+	if (err)
+		return err;
+	err = mnt_want_write(o->path.mnt);
+	if (err)
+		return err;
+	err = get_write_access(inode);
+	if (!err) {
+		inode_lock(inode);
+		err = notify_change(mnt_idmap(o->path.mnt), d, &attr, NULL);
+		inode_unlock(inode);
+		put_write_access(inode);
+	}
+	mnt_drop_write(o->path.mnt);
+	return err;
 }
 
 /* setattr: ZK_SET_* bits as zoidfs's (mode, uid, gid, size, times). */
@@ -331,11 +499,7 @@ int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s)
 	int err;
 
 	if (s->valid & ZK_SET_SIZE) {
-		if (d_is_dir(d))
-			return -EISDIR;
-		if (!d_is_reg(d))
-			return -EINVAL;
-		err = vfs_truncate(&o->path, s->size);
+		err = zk_obj_truncate(o, s->size);
 		if (err)
 			return err;
 	}
@@ -373,6 +537,15 @@ int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s)
 	}
 	if (!attr.ia_valid)
 		return 0;
+	/*
+	 * As utimensat(2): times given need the owner (setattr_prepare
+	 * checks), "now" needs write permission or the owner (may_setattr
+	 * checks ATTR_TOUCH).
+	 */
+	if (attr.ia_valid & (ATTR_ATIME_SET | ATTR_MTIME_SET))
+		attr.ia_valid |= ATTR_TIMES_SET;
+	else if (attr.ia_valid & (ATTR_ATIME | ATTR_MTIME))
+		attr.ia_valid |= ATTR_TOUCH;
 	if (attr.ia_valid & (ATTR_MODE | ATTR_UID | ATTR_GID))
 		attr.ia_valid |= ATTR_CTIME;
 	err = mnt_want_write(o->path.mnt);

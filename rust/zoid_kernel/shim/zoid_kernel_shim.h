@@ -130,7 +130,7 @@ int zk_obj_remove(struct zk_obj *dir, const char *name, u32 len, bool is_dir);
 int zk_obj_rename(struct zk_obj *from_dir, const char *from, u32 from_len,
 		  struct zk_obj *to_dir, const char *to, u32 to_len, u32 flags);
 int zk_obj_readlink(struct zk_obj *o, u8 *buf, u32 size);
-struct file *zk_obj_open(struct zk_obj *o, int flags, int *err);
+struct file *zk_obj_open(struct zk_obj *o, int access, int *err);
 int zk_obj_setattr(struct zk_obj *o, const struct zk_setattr *s);
 int zk_obj_statfs(struct zk_obj *o, struct zk_statfs *out);
 ssize_t zk_obj_getxattr(struct zk_obj *o, const char *name, void *buf, u32 size);
