@@ -35,7 +35,12 @@ struct RawOps {
     receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut RawMsg)>,
     peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
     answer: Option<RawAnswer>,
+    flags: u32,
 }
+
+/// `RawOps::flags`: an ION does not relay the channel between CNs (api.rs's
+/// `TREENET_NOT_RELAYED`).
+const NOT_RELAYED: u32 = 1 << 0;
 
 extern "C" {
     fn treenet_abi_version() -> u64;
@@ -390,6 +395,10 @@ impl Drop for MappedMessage {
 pub(crate) trait Handler: Send + Sync + 'static {
     /// Whether [`Handler::answer_in_softirq`] answers anything.
     const ANSWERS_IN_SOFTIRQ: bool = false;
+    /// Whether an ION passes this channel's messages from one CN on to
+    /// others; `false`: they end at the ION, and one a CN sends to another
+    /// CN is dropped there (treenet's `drop_relay_refused`).
+    const RELAYED_BY_ION: bool = true;
     /// A whole message arrived from node `src`.
     fn receive(&self, src: u16, msg: Message);
     /// Node `node` became reachable (`up`) or unreachable.
@@ -490,6 +499,7 @@ impl<H: Handler> Channel<H> {
         } else {
             None
         },
+        flags: if H::RELAYED_BY_ION { 0 } else { NOT_RELAYED },
     };
 
     /// Registers `handler` for `channel` (4..63; `EBUSY` if taken).

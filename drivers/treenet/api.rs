@@ -54,7 +54,13 @@ pub(crate) struct TreenetOps {
     /// `cap` bytes) at `out` and returns its length, or a negative value:
     /// not answered, and nothing changed ([`AnswerFn`]).
     pub(crate) answer: Option<AnswerFn>,
+    /// `TREENET_NOT_RELAYED`: an ION does not pass the channel's messages
+    /// from one CN on to others ([`ChannelHandler::relayed_by_ion`]).
+    pub(crate) flags: u32,
 }
+
+/// [`TreenetOps::flags`]: the channel's messages end at the ION.
+pub(crate) const TREENET_NOT_RELAYED: u32 = 1 << 0;
 
 /// A channel's softirq answer callback ([`TreenetOps::answer`]; the
 /// contract of [`ChannelHandler::answer_in_softirq`]).
@@ -65,6 +71,7 @@ struct CChannel {
     receive: Option<unsafe extern "C" fn(*mut c_void, u16, u16, *mut TreenetMsg)>,
     peer_event: Option<unsafe extern "C" fn(*mut c_void, u16, bool)>,
     answer: Option<AnswerFn>,
+    flags: u32,
     ctx: *mut c_void,
 }
 
@@ -132,6 +139,10 @@ impl ChannelHandler for CChannel {
         self.answer.is_some()
     }
 
+    fn relayed_by_ion(&self) -> bool {
+        self.flags & TREENET_NOT_RELAYED == 0
+    }
+
     fn would_answer_in_softirq(&self, channel: u16, src: u16, below: bool, msg: &[u8]) -> bool {
         self.call_answer(channel, src, below, msg, None)
             .is_some_and(|r| r >= 0)
@@ -178,6 +189,7 @@ pub(crate) unsafe extern "C" fn treenet_register(
                 receive: ops.receive,
                 peer_event: ops.peer_event,
                 answer: ops.answer,
+                flags: ops.flags,
                 ctx,
             },
             GFP_KERNEL,

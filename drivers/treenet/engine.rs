@@ -153,6 +153,9 @@ const GRANT_QUEUE_MIN: usize = 16;
 /// after `peer_timeout_ms` of silence.
 const MAX_PENDING_NEIGHBORS: usize = 16;
 
+/// Forged origins are logged at most this often (ns); all are counted.
+const FORGED_LOG_INTERVAL_NS: u64 = 5_000_000_000;
+
 /// Rendezvous control message types (channel 0).
 const CTL_RTS: u8 = 1;
 const CTL_CTS: u8 = 2;
@@ -208,6 +211,11 @@ pub(crate) struct Knobs {
     /// answers at once (the self-test's pings), without waking the
     /// engine thread (1), or leaves every frame to the engine (0).
     pub(crate) softirq_rx: Atomic<u32>,
+    /// Fault injection for tests of the other nodes' defences: the
+    /// messages this node originates claim to come from this node id
+    /// (a hostile CN's kernel); `BROADCAST` (65535, the default): from
+    /// this node.
+    pub(crate) forge_origin: Atomic<u32>,
 }
 
 /// The engine thread's nice value at load: -20, as the kernel's high
@@ -242,6 +250,7 @@ impl Knobs {
             reorder_ppm: Atomic::new(0),
             deaf_ppm: Atomic::new(0),
             softirq_rx: Atomic::new(1),
+            forge_origin: Atomic::new(u32::from(BROADCAST)),
         }
     }
 }
@@ -306,6 +315,8 @@ counters! {
         drop_hello_flood: "Hellos dropped: too many new neighbours not up yet.",
         drop_hello_moved: "Hellos dropped: a live neighbour's id heard on another link.",
         drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
+        drop_forged_origin: "Messages dropped: their origin is not the neighbour that passed them on nor a node its side of the tree holds (a forged sender).",
+        drop_relay_refused: "Messages an ION did not pass on from one CN to others: their channel's messages end at the ION (zoid's).",
         inject_drop: "Frames dropped by fault injection.",
         inject_dup: "Frames duplicated by fault injection.",
         inject_reorder: "Frames reordered by fault injection.",
@@ -332,6 +343,14 @@ pub(crate) trait ChannelHandler: Send + Sync {
     /// (asked once, when the channel is registered).
     fn answers_in_softirq(&self) -> bool {
         false
+    }
+    /// Whether an ION passes this channel's messages from one CN on to
+    /// others (asked once, when the channel is registered).  `false`: the
+    /// channel's messages end at the ION (zoid's calls and replies), and
+    /// one a CN addresses to another CN, or broadcasts, is dropped there
+    /// (`drop_relay_refused`).
+    fn relayed_by_ion(&self) -> bool {
+        true
     }
     /// Whether `msg` (a whole message of one frame from node `src` on
     /// `channel`; `below`: `src` is in this node's subtree) is one
@@ -395,6 +414,8 @@ pub(crate) struct ChannelStats {
 struct Channel {
     id: u16,
     handler: Arc<dyn ChannelHandler>,
+    /// [`ChannelHandler::relayed_by_ion`].
+    relayed_by_ion: bool,
 }
 
 /// A message queued for one neighbour.
@@ -576,6 +597,8 @@ struct Inner {
     /// [`new_grants`]).
     grants: Grants,
     next_msg_id: u32,
+    /// When a forged origin was last logged (ns; 0: never).
+    forged_logged_ns: u64,
     /// The ION upper layers were last told of, when it is no neighbour
     /// (a CN below a relay): `NO_ION` if none.
     far_ion: u16,
@@ -885,6 +908,7 @@ impl Treenet {
             chan_stats,
             grants: new_grants(grant_storage(GRANT_QUEUE_MIN)?, 2)?,
             next_msg_id: random_u32(),
+            forged_logged_ns: 0,
             far_ion: NO_ION,
             loop_frames: KVec::new(),
             held: None,
@@ -1161,7 +1185,15 @@ impl Treenet {
             return Err(EBUSY);
         }
         let answers = handler.answers_in_softirq();
-        g.channels.push(Channel { id, handler }, GFP_KERNEL)?;
+        let relayed_by_ion = handler.relayed_by_ion();
+        g.channels.push(
+            Channel {
+                id,
+                handler,
+                relayed_by_ion,
+            },
+            GFP_KERNEL,
+        )?;
         if answers {
             let m = self.softirq_channels.load(Relaxed);
             self.softirq_channels.store(m | (1 << id), Relaxed);
@@ -1859,6 +1891,52 @@ impl Inner {
         children.any(|i| self.neighbors[i].node == node || self.neighbors[i].below.contains(&node))
     }
 
+    /// Whether a message neighbour `ni` passed on may come from `origin`
+    /// (docs/reliability.md, "A hostile CN"): a neighbour speaks for
+    /// itself; a child also for the nodes its subtree holds, if no other
+    /// up neighbour is or holds that node (an id claimed in two places is
+    /// nobody's); the way up for any node outside this node's subtree.
+    /// Never for this node itself.  So a CN cannot send in another CN's
+    /// name, nor in its ION's.
+    fn origin_ok(&self, ni: usize, origin: u16) -> bool {
+        let n = &self.neighbors[ni];
+        if origin == n.node {
+            return true;
+        }
+        if origin == self.node_id {
+            return false;
+        }
+        let others = || {
+            self.neighbors
+                .iter()
+                .enumerate()
+                .filter(move |&(i, m)| i != ni && m.up)
+                .map(|(_, m)| m)
+        };
+        if others().any(|m| m.node == origin) {
+            return false;
+        }
+        let mine = self.my_hops();
+        if n.hops > mine && n.node != self.node_id {
+            // A child: what its subtree holds, and no other child holds.
+            n.below.contains(&origin)
+                && !others().any(|m| m.hops > mine && m.below.contains(&origin))
+        } else {
+            // The way up: whoever is not in this node's subtree.
+            n.hops < mine && !self.is_below(origin)
+        }
+    }
+
+    /// Whether an ION passes `channel`'s messages from one CN on to
+    /// others ([`ChannelHandler::relayed_by_ion`]; yes for a channel
+    /// nobody registered here).
+    fn relayed_by_ion(&self, channel: u16) -> bool {
+        self.channels
+            .iter()
+            .find(|c| c.id == channel)
+            .is_none_or(|c| c.relayed_by_ion)
+    }
+
     /// Neighbour index that leads to `dst`.
     fn route(&self, dst: u16) -> Option<usize> {
         if let Some(i) = self.neighbor(dst) {
@@ -1896,8 +1974,13 @@ impl Inner {
         let len = buf.len();
         let id = self.next_msg_id;
         self.next_msg_id = id.wrapping_add(1);
+        // Fault injection (forge_origin): a hostile node's messages.
+        let forged = k.forge_origin.load(Relaxed);
         let header = MsgHeader {
-            origin: self.node_id,
+            origin: u16::try_from(forged)
+                .ok()
+                .filter(|&o| o != BROADCAST)
+                .unwrap_or(self.node_id),
             dst,
             channel,
             flags: 0,
@@ -3241,6 +3324,10 @@ impl Inner {
 
     /// A whole message arrived from neighbour `ni`.
     fn message_in(&mut self, k: &Knobs, s: &Stats, ni: usize, h: MsgHeader, buf: MsgBuf) {
+        if !self.origin_ok(ni, h.origin) {
+            self.forged_origin(s, ni, h.origin);
+            return;
+        }
         if h.channel == CHANNEL_TREENET && h.dst == self.node_id {
             self.control_in(k, s, ni, &buf);
             return;
@@ -3251,7 +3338,10 @@ impl Inner {
             count(&s.drop_nomem);
             return;
         };
-        if forward && (h.dst == BROADCAST || h.origin != self.node_id) {
+        // An ION relays between CNs only the channels that ask for it.
+        if forward && self.role == Role::Ion && !self.relayed_by_ion(h.channel) {
+            count(&s.drop_relay_refused);
+        } else if forward && (h.dst == BROADCAST || h.origin != self.node_id) {
             let had_route = h.dst == BROADCAST || self.route(h.dst).is_some();
             if had_route && self.route_msg(k, s, h, buf.clone(), Some(ni)).is_ok() {
                 if h.dst != BROADCAST {
@@ -3281,6 +3371,24 @@ impl Inner {
             if self.events.push(ev, GFP_KERNEL).is_err() {
                 count(&s.drop_nomem);
             }
+        }
+    }
+
+    /// A message from neighbour `ni` claimed an origin it cannot carry
+    /// ([`Inner::origin_ok`]): dropped, counted, and logged at most once
+    /// every [`FORGED_LOG_INTERVAL_NS`].
+    #[inline(never)]
+    fn forged_origin(&mut self, s: &Stats, ni: usize, origin: u16) {
+        count(&s.drop_forged_origin);
+        let now = now_ns();
+        if self.forged_logged_ns == 0
+            || now.saturating_sub(self.forged_logged_ns) >= FORGED_LOG_INTERVAL_NS
+        {
+            self.forged_logged_ns = now;
+            pr_warn!(
+                "treenet: node {} sent a message as node {origin}, which it cannot carry: dropped (drop_forged_origin counts them)\n",
+                self.neighbors[ni].node
+            );
         }
     }
 
@@ -3432,6 +3540,10 @@ impl Treenet {
         if (f.header.channel, f.header.origin) != (channel, src)
             || !core::ptr::eq(f.body, peeked.body)
         {
+            return false;
+        }
+        // A forged origin is the engine's to count and drop.
+        if !g.origin_ok(f.ni, src) {
             return false;
         }
         // Room for the longest answer (one frame), and its buffers, before

@@ -332,6 +332,14 @@ knob!(show_deaf_ppm, store_deaf_ppm, deaf_ppm, 0, 1_000_000);
 // (the self-test's pings); 0: every frame goes to the engine thread.
 knob!(show_softirq_rx, store_softirq_rx, softirq_rx, 0, 1);
 knob!(show_dup_ppm, store_dup_ppm, dup_ppm, 0, 1_000_000);
+// Fault injection: the node id this node's messages claim (65535: its own).
+knob!(
+    show_forge_origin,
+    store_forge_origin,
+    forge_origin,
+    0,
+    65535
+);
 knob!(
     show_reorder_ppm,
     store_reorder_ppm,
@@ -449,7 +457,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 37] = [
+static ATTRS: [Attribute<Ctx>; 38] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -482,6 +490,7 @@ static ATTRS: [Attribute<Ctx>; 37] = [
     Attribute::rw(c"reorder_ppm", show_reorder_ppm, store_reorder_ppm),
     Attribute::rw(c"deaf_ppm", show_deaf_ppm, store_deaf_ppm),
     Attribute::rw(c"softirq_rx", show_softirq_rx, store_softirq_rx),
+    Attribute::rw(c"forge_origin", show_forge_origin, store_forge_origin),
     Attribute::rw(c"selftest", show_selftest, store_selftest),
     Attribute::ro(c"selftest_events", show_selftest_events),
     Attribute::ro(c"max_window", show_max_window),

@@ -96,6 +96,9 @@ pub(crate) struct PendingCall {
 
 struct ClientState {
     ion: Option<u16>,
+    /// The ION the pending attach request went to: only its attach reply
+    /// is taken.
+    attach_to: Option<u16>,
     limits: Option<AttachReply>,
     /// Incremented at every successful attach (hard-mode resends).
     epoch: u32,
@@ -338,6 +341,7 @@ impl Client {
             state <- kernel::new_mutex!(ClientState {
                 ion: None,
                 limits: None,
+                attach_to: None,
                 epoch: 0,
                 attaching: false,
                 attach_sent: 0,
@@ -354,8 +358,24 @@ impl Client {
         Some((g.ion?, g.limits?))
     }
 
-    /// Receive path: a reply or an attach reply from `src`.
+    /// Receive path: a reply or an attach reply from `src`.  Only the
+    /// ION this client attaches to (or attached to) answers: anything else
+    /// is a node posing as it, refused and counted (`replies_foreign`).
     pub(crate) fn deliver(&self, src: u16, hdr: &CallHeader, msg: treenet::Message) {
+        let from_ion = {
+            let g = self.state.lock();
+            match hdr.kind {
+                MsgKind::AttachReply => g.attach_to == Some(src),
+                // (Between a peer-down and the next attach, `ion` is
+                // unset: a late reply of the same ION is stale, not
+                // foreign.)
+                _ => g.ion.or(g.attach_to) == Some(src),
+            }
+        };
+        if !from_ion && matches!(hdr.kind, MsgKind::AttachReply | MsgKind::Reply) {
+            self.stats.c.replies_foreign.fetch_add(1, Relaxed);
+            return;
+        }
         match hdr.kind {
             MsgKind::AttachReply => {
                 let mut buf = [0u8; ATTACH_REPLY_LEN];
@@ -498,6 +518,7 @@ impl Client {
                     continue;
                 };
                 g.attaching = true;
+                g.attach_to = Some(ion);
                 drop(g);
                 let mut msg = [0u8; CALL_HEADER_LEN + ATTACH_REQUEST_LEN];
                 let hdr = CallHeader {

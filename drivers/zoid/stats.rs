@@ -50,6 +50,7 @@ counters! {
         calls_sent: "CN: calls sent.",
         replies_received: "CN: replies matched to a waiting call.",
         replies_stale: "CN: replies that matched no waiting call.",
+        replies_foreign: "CN: replies and attach replies refused: not from the ION this client attached (or attaches) to.",
         timeouts: "CN: calls failed with ETIMEDOUT (soft mode).",
         interrupted: "CN: calls abandoned by a signal.",
         aborted: "CN: calls given up because their caller asked (zoidfs's umount -f).",

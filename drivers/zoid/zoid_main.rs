@@ -90,6 +90,9 @@ struct Net {
 
 impl treenet::Handler for Net {
     const ANSWERS_IN_SOFTIRQ: bool = true;
+    /// Calls and replies pass between a CN and its ION only: an ION never
+    /// carries one CN's message to another (a CN posing as the ION).
+    const RELAYED_BY_ION: bool = false;
 
     /// Calls the server allows to run in treenet's receive softirq
     /// (`softirq_calls`; the rest comes to `receive`).
