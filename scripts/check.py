@@ -177,7 +177,7 @@ def arch_checks(arch, flavor="debug"):
     adds = []
     tools = [f"zoid/{t}" for t in
              ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr",
-              "posixcheck")]
+              "zoid-job-run", "posixcheck")]
     for path in tools + ["ssi/ssimap", "treenet/tnflood"]:
         tool = os.path.basename(path)
         ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,
@@ -185,7 +185,9 @@ def arch_checks(arch, flavor="debug"):
         record(ok, f"{arch} {tool} build (static, warnings as errors)")
         if not ok:
             return
-        adds += ["--add", f"{out.strip().splitlines()[-1]}:/zoid/bin/{tool}"]
+        # (zoid-job-run where the job plug-in looks for it: job_runner.)
+        where = "/sbin" if tool == "zoid-job-run" else "/zoid/bin"
+        adds += ["--add", f"{out.strip().splitlines()[-1]}:{where}/{tool}"]
     adds += ["--add", f"{os.path.join(REPO, 'tools/zoid/zoid-stat')}:/zoid/bin/zoid-stat"]
     logdir = os.path.join(OUT, f"{arch}-pset")
     # The main pset: x86_64 (KASAN, lockdep) with ION + 1 CN, ppc32 (no

@@ -8,7 +8,18 @@
 //! when the last one ends it, ends it by exiting, or its CN goes away.  The
 //! script gets `ZOID_JOB_ID`, `ZOID_JOB_EXEC`, `ZOID_JOB_ARGS`,
 //! `ZOID_JOB_GLOBAL_SIZE`, `ZOID_JOB_LOCAL_SIZE`, `ZOID_JOB_MODE` and
-//! `ZOID_JOB_NODE` (the CN that started or ended it).  Job calls are
+//! `ZOID_JOB_NODE` (the CN that started or ended it).  A CN is not
+//! trusted (docs/reliability.md, "Threat model"): only a CN's root may
+//! start a job (`EPERM`), the script runs as the job's owner, the
+//! starting caller's identity mapped as the `unix` plug-in maps it
+//! (root squashed to 65534 by default: the script runs as root only when
+//! the admin maps a CN's root to root; another owner's script runs
+//! through the job runner, `/sys/kernel/zoid/job_runner`, which drops
+//! root first), and the values a CN chose
+//! (`ZOID_JOB_EXEC`, `_ARGS`, `_MODE`) must be printable ASCII without
+//! quotes, backslashes, `$`, backquotes or `;&|<>()` (`EINVAL`), so that
+//! even a script that hands them to `eval` runs no command of a CN's
+//! choosing.  Job calls are
 //! serialised, so a job's end script never runs before its start script
 //! finished.  A start (and an explicit end) waits for the script, whose
 //! failure fails the call; an end caused by a process exit or a CN going
@@ -16,12 +27,14 @@
 //! executed, so a slow script never holds up other CNs' calls.
 
 use crate::plugin::{declared_plugin, Caller};
+use crate::unix_plugin::Unix;
+use crate::zoid_kernel::cred::MAX_GROUPS;
 use crate::zoid_kernel::umh::{self, StrList, Wait};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::job;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
-use kernel::sync::Mutex;
+use kernel::sync::{Arc, Mutex};
 
 /// Jobs known at once (more: `EAGAIN`).
 const MAX_JOBS: usize = 64;
@@ -35,20 +48,30 @@ struct JobEntry {
     global_size: u32,
     local_size: u32,
     mode: KVec<u8>,
+    /// Its owner's ION uid and gid (the start's caller, mapped): its
+    /// scripts run as them.
+    owner: (u32, u32),
     /// CN processes in the job: (node, pid).
     members: KVec<(u16, u32)>,
 }
 
 struct State {
     script: KVec<u8>,
+    /// The program that runs the script as its owner (`job_runner`).
+    runner: KVec<u8>,
     jobs: KVec<JobEntry>,
 }
+
+/// `job_runner` at load: tools/zoid/zoid-job-run.c, installed there.
+const DEFAULT_RUNNER: &[u8] = b"/sbin/zoid-job-run";
 
 /// The `job` plug-in.
 #[pin_data]
 pub(crate) struct Job {
     #[pin]
     state: Mutex<State>,
+    /// The identity mapping and squashing of the `unix` plug-in.
+    unix: Arc<Unix>,
     /// Job script runs (start and end).
     pub(crate) script_runs: Atomic<u64>,
     /// Job script runs that failed (could not start, or non-zero exit).
@@ -73,6 +96,19 @@ fn decimal(v: u32, buf: &mut [u8; 10]) -> &[u8] {
     }
 }
 
+/// Whether a value a CN chose may go into a script's environment:
+/// printable ASCII but for the characters with which a shell would make a
+/// command of it (quotes, backslash, `$`, backquote, `;&|<>()`), at most
+/// [`MAX_VALUE`] bytes.
+fn clean_value(v: &[u8]) -> bool {
+    v.len() <= MAX_VALUE
+        && v.iter()
+            .all(|&c| (b' '..=b'~').contains(&c) && !b"\"'`$\\;&|<>()".contains(&c))
+}
+
+/// Longest value of `ZOID_JOB_EXEC`, `_ARGS` or `_MODE`.
+const MAX_VALUE: usize = 1024;
+
 fn copy(b: &[u8]) -> Result<KVec<u8>> {
     let mut v = KVec::with_capacity(b.len(), GFP_KERNEL)?;
     v.extend_from_slice(b, GFP_KERNEL)?;
@@ -80,19 +116,37 @@ fn copy(b: &[u8]) -> Result<KVec<u8>> {
 }
 
 impl Job {
-    /// A `job` plug-in with no script.
-    pub(crate) fn new() -> impl PinInit<Self> {
-        pin_init!(Self {
+    /// A `job` plug-in with no script, mapping identities as `unix` does.
+    pub(crate) fn new(unix: Arc<Unix>) -> Result<impl PinInit<Self, Error>> {
+        let runner = copy(DEFAULT_RUNNER)?;
+        Ok(try_pin_init!(Self {
+            unix,
             state <- kernel::new_mutex!(
                 State {
                     script: KVec::new(),
+                    runner,
                     jobs: KVec::new(),
                 },
                 "zoid::job"
             ),
             script_runs: Atomic::new(0),
             script_failures: Atomic::new(0),
-        })
+        }? Error))
+    }
+
+    /// Sets the job runner (absolute path; empty: none, and only jobs
+    /// owned by root run their script).
+    pub(crate) fn set_runner(&self, path: &[u8]) -> Result {
+        if path.len() > MAX_SCRIPT || (!path.is_empty() && !path.starts_with(b"/")) {
+            return Err(EINVAL);
+        }
+        self.state.lock().runner = copy(path)?;
+        Ok(())
+    }
+
+    /// Shows the job runner path.
+    pub(crate) fn with_runner(&self, f: impl FnOnce(&[u8]) -> Result) -> Result {
+        f(&self.state.lock().runner)
     }
 
     /// Sets the job script (absolute path; empty: none).
@@ -114,23 +168,33 @@ impl Job {
         self.state.lock().jobs.len()
     }
 
-    /// Runs the script for `job` with `phase` (`b"1"` or `b"0"`); `Ok` if
-    /// there is none.  With [`Wait::Exec`] its exit status is not known.
-    fn run_script(
-        &self,
-        script: &[u8],
-        j: &JobEntry,
-        phase: &[u8],
-        node: u16,
-        wait: Wait,
-    ) -> Result {
-        if script.is_empty() {
+    /// Runs the script for `job` with `phase` (`b"1"` or `b"0"`) as the
+    /// job's owner; `Ok` if there is none.  With [`Wait::Exec`] its exit
+    /// status is not known.
+    ///
+    /// A helper of the kernel runs as root, and a module cannot give it
+    /// another user (its uid must change through `setresuid`, or the
+    /// kernel's process counts of users go wrong): a job whose owner is
+    /// not root has its script run by the job runner, which takes the
+    /// owner's uid and gid, drops root and executes the script.  Without a
+    /// runner such a job's script does not run (`EACCES`), never as root.
+    fn run_script(&self, st: &State, j: &JobEntry, phase: &[u8], node: u16, wait: Wait) -> Result {
+        if st.script.is_empty() {
             return Ok(());
         }
         self.script_runs.fetch_add(1, Relaxed);
         let r = (|| -> Result {
             let mut argv = StrList::new();
-            argv.push(&[script])?;
+            let (mut u, mut g) = ([0u8; 10], [0u8; 10]);
+            if j.owner != (0, 0) {
+                if st.runner.is_empty() {
+                    return Err(EACCES);
+                }
+                argv.push(&[&st.runner])?;
+                argv.push(&[decimal(j.owner.0, &mut u)])?;
+                argv.push(&[decimal(j.owner.1, &mut g)])?;
+            }
+            argv.push(&[&st.script])?;
             argv.push(&[phase])?;
             let (mut b1, mut b2, mut b3, mut b4) = ([0u8; 10], [0u8; 10], [0u8; 10], [0u8; 10]);
             let mut envp = StrList::new();
@@ -158,15 +222,14 @@ impl Job {
     /// none runs its end script and is forgotten.
     fn remove_members(&self, node: u16, mut gone: impl FnMut(&(u16, u32)) -> bool) {
         let mut st = self.state.lock();
-        let State { script, jobs } = &mut *st;
         let mut i = 0;
-        while i < jobs.len() {
-            let j = &mut jobs[i];
+        while i < st.jobs.len() {
+            let j = &mut st.jobs[i];
             let before = j.members.len();
             j.members.retain(|m| !gone(m));
             if before != 0 && j.members.is_empty() {
-                let _ = self.run_script(script, &jobs[i], b"0", node, Wait::Exec);
-                let _ = jobs.remove(i);
+                let _ = self.run_script(&st, &st.jobs[i], b"0", node, Wait::Exec);
+                let _ = st.jobs.remove(i);
             } else {
                 i += 1;
             }
@@ -187,16 +250,25 @@ impl job::Server for Job {
         local_size: u32,
         mode: &[u8],
     ) -> CallResult {
+        // Only a CN's root starts jobs (as only root runs CIOD's job
+        // control on a compute node).
+        if ctx.creds.uid != 0 {
+            return Err(errno(EPERM));
+        }
+        if !clean_value(exec) || !clean_value(args) || !clean_value(mode) {
+            return Err(errno(EINVAL));
+        }
         let me = (ctx.node, ctx.creds.pid);
+        let mut groups = [0u32; MAX_GROUPS];
+        let owner = self.unix.mapped_ids(ctx, &mut groups);
         let mut st = self.state.lock();
-        let State { script, jobs } = &mut *st;
-        if let Some(j) = jobs.iter_mut().find(|j| j.id == id) {
+        if let Some(j) = st.jobs.iter_mut().find(|j| j.id == id) {
             if !j.members.contains(&me) {
                 j.members.push(me, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
             }
             return Ok(j.members.len() as i64);
         }
-        if jobs.len() >= MAX_JOBS {
+        if st.jobs.len() >= MAX_JOBS {
             return Err(errno(EAGAIN));
         }
         let mut members = KVec::new();
@@ -208,27 +280,28 @@ impl job::Server for Job {
             global_size,
             local_size,
             mode: copy(mode).map_err(errno)?,
+            owner,
             members,
         };
-        self.run_script(script, &j, b"1", ctx.node, Wait::Exit)
+        self.run_script(&st, &j, b"1", ctx.node, Wait::Exit)
             .map_err(errno)?;
-        jobs.push(j, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+        st.jobs.push(j, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
         Ok(1)
     }
 
     fn job_end(&self, ctx: &Caller, id: u32) -> CallResult {
         let me = (ctx.node, ctx.creds.pid);
         let mut st = self.state.lock();
-        let State { script, jobs } = &mut *st;
-        let i = jobs
+        let i = st
+            .jobs
             .iter()
             .position(|j| j.id == id && j.members.contains(&me))
             .ok_or(errno(ENOENT))?;
-        jobs[i].members.retain(|m| *m != me);
-        let left = jobs[i].members.len();
+        st.jobs[i].members.retain(|m| *m != me);
+        let left = st.jobs[i].members.len();
         if left == 0 {
-            let r = self.run_script(script, &jobs[i], b"0", ctx.node, Wait::Exit);
-            let _ = jobs.remove(i);
+            let r = self.run_script(&st, &st.jobs[i], b"0", ctx.node, Wait::Exit);
+            let _ = st.jobs.remove(i);
             r.map_err(errno)?;
         }
         Ok(left as i64)

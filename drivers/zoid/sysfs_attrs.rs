@@ -299,6 +299,19 @@ fn store_job_script(c: &Ctx, input: &[u8]) -> Result {
     c.job.set_script(input.trim_ascii())
 }
 
+/// `job_runner`: the program that runs a job script as the job's owner
+/// when that is not root (absolute path; empty: such scripts do not run).
+fn show_job_runner(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.job.with_runner(|p| {
+        w.write_bytes(p)?;
+        writeln!(w)
+    })
+}
+
+fn store_job_runner(c: &Ctx, input: &[u8]) -> Result {
+    c.job.set_runner(input.trim_ascii())
+}
+
 /// `jobs`: jobs running, job script runs and failures.
 fn show_jobs(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "running {}", c.job.running())?;
@@ -355,7 +368,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 31] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 32] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -389,6 +402,7 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 31] = [
     Attribute::ro(c"open_files", show_open_files),
     Attribute::ro(c"zoidfs_relaxed", show_zoidfs_relaxed),
     Attribute::rw(c"job_script", show_job_script, store_job_script),
+    Attribute::rw(c"job_runner", show_job_runner, store_job_runner),
     Attribute::ro(c"jobs", show_jobs),
     Attribute::rw(c"f2cn", show_f2cn, store_f2cn),
 ];

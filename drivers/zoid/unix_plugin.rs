@@ -221,21 +221,26 @@ impl Unix {
     /// Runs `f` with the caller's credentials, mapped through `idmap` and
     /// squashed as configured.
     pub(crate) fn run_as(&self, ctx: &Caller, f: impl FnOnce() -> CallResult) -> CallResult {
+        let mut groups = [0u32; MAX_GROUPS];
+        let (uid, gid) = self.mapped_ids(ctx, &mut groups);
+        let creds = Creds::new(uid, gid, &groups[..ctx.creds.groups().len()]).map_err(errno)?;
+        creds.run(f)
+    }
+
+    /// The caller's ION uid and gid, mapped through `idmap` and squashed
+    /// as configured, and its groups mapped into `groups` (as many as it
+    /// has).
+    pub(crate) fn mapped_ids(&self, ctx: &Caller, groups: &mut [u32; MAX_GROUPS]) -> (u32, u32) {
         let squash = self.root_squash.load(Relaxed) != 0;
         let c = &ctx.creds;
-        let mut groups = [0u32; MAX_GROUPS];
-        let (uid, gid) = {
-            let m = self.idmap.lock();
-            for (g, &cn) in groups.iter_mut().zip(c.groups()) {
-                *g = m.map(IdKind::Gid, cn, squash);
-            }
-            (
-                m.map(IdKind::Uid, c.uid, squash),
-                m.map(IdKind::Gid, c.gid, squash),
-            )
-        };
-        let creds = Creds::new(uid, gid, &groups[..c.groups().len()]).map_err(errno)?;
-        creds.run(f)
+        let m = self.idmap.lock();
+        for (g, &cn) in groups.iter_mut().zip(c.groups()) {
+            *g = m.map(IdKind::Gid, cn, squash);
+        }
+        (
+            m.map(IdKind::Uid, c.uid, squash),
+            m.map(IdKind::Gid, c.gid, squash),
+        )
     }
 
     fn file(&self, ctx: &Caller, fd: i32) -> core::result::Result<Arc<File>, i32> {

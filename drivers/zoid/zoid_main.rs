@@ -171,7 +171,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     plugins.register(unix.clone())?;
     let zoidfs = Arc::pin_init(zoidfs_plugin::Zoidfs::new(unix.clone())?, GFP_KERNEL)?;
     plugins.register(zoidfs.clone())?;
-    let job = Arc::pin_init(job_plugin::Job::new(), GFP_KERNEL)?;
+    let job = Arc::pin_init(job_plugin::Job::new(unix.clone())?, GFP_KERNEL)?;
     plugins.register(job.clone())?;
     let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;
     let f2cn = Arc::pin_init(f2cn::F2cn::new(), GFP_KERNEL)?;

@@ -1,6 +1,8 @@
 # Job hooks: CN processes register a job; the ION runs its job script once
 # at the first start (1) and once at the last end (0), with the job's
-# description in ZOID_JOB_*; a process that dies ends its part of the job.
+# description in ZOID_JOB_*, as the job's owner (the CN's root, squashed
+# to 65534); only a CN's root starts a job, and values a shell would run
+# as commands are refused; a process that dies ends its part of the job.
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZC=/zoid/bin/zoidcall
@@ -18,7 +20,7 @@ logged() {
 if [ "$ZOID_ROLE" = ion ]; then
   cat > /tmp/job.sh <<'SCRIPT'
 #!/bin/sh
-echo "$1 id=$ZOID_JOB_ID exec=$ZOID_JOB_EXEC args=$ZOID_JOB_ARGS global=$ZOID_JOB_GLOBAL_SIZE local=$ZOID_JOB_LOCAL_SIZE mode=$ZOID_JOB_MODE" >> /tmp/zoid-jobs.log
+echo "$1 id=$ZOID_JOB_ID exec=$ZOID_JOB_EXEC args=$ZOID_JOB_ARGS global=$ZOID_JOB_GLOBAL_SIZE local=$ZOID_JOB_LOCAL_SIZE mode=$ZOID_JOB_MODE uid=$(id -u)" >> /tmp/zoid-jobs.log
 [ "$ZOID_JOB_ID" != 13 ]   # job 13's script fails
 SCRIPT
   chmod 755 /tmp/job.sh
@@ -33,7 +35,8 @@ if [ "$ZOID_ROLE" = cn ]; then
 fi
 barrier 841
 if [ "$ZOID_ROLE" = ion ]; then
-  logged 1 '^1 id=42 exec=/bin/app args=-n 4 global=8 local=4 mode=SMP$'
+  # The script runs as the job's owner: the CN's root, squashed.
+  logged 1 '^1 id=42 exec=/bin/app args=-n 4 global=8 local=4 mode=SMP uid=65534$'
   logged 0 '^0 id=42 '
 fi
 barrier 842
@@ -45,10 +48,25 @@ if [ "$ZOID_ROLE" = cn ]; then
   # A failing start script fails the start with EIO.
   out=$($ZC job start 13 /bin/x "" 1 1 VN) && { echo "job 13: $out"; exit 1; }
   echo "$out" | grep -q "(5)$"
+  # Only a CN's root starts a job; a value with which a shell would run a
+  # command never reaches the script.
+  cp /etc/passwd /tmp/passwd.jobs
+  echo "u1001:x:1001:1001::/:/bin/sh" >> /etc/passwd
+  mode=$(/bin/busybox stat -c %a /dev/zoid)
+  chmod 666 /dev/zoid
+  out=$(su -s /bin/sh u1001 -c "$ZC job start 14 /bin/x '' 1 1 VN") && { echo "job 14 as u1001: $out"; exit 1; }
+  chmod "$mode" /dev/zoid
+  cp /tmp/passwd.jobs /etc/passwd
+  echo "$out" | grep -q "(1)$" || { echo "job 14 as u1001: $out"; exit 1; }
+  for bad in '$(reboot)' '`reboot`' 'a;reboot' "$(printf 'a\nb')"; do
+    out=$($ZC job start 15 /bin/x "$bad" 1 1 VN) && { echo "job 15 with args $bad: $out"; exit 1; }
+    echo "$out" | grep -q "(22)$" || { echo "job 15 with args $bad: $out"; exit 1; }
+  done
 fi
 barrier 843
 if [ "$ZOID_ROLE" = ion ]; then
   logged 1 '^0 id=42 '
+  logged 0 ' id=1[45] '
   grep -q "^running 0" $Z/jobs
 fi
 barrier 844
