@@ -216,6 +216,7 @@ counters! {
         first_touches: "Objects created here (zero-filled) at first touch.",
         send_failed: "Messages treenet refused (or that could not be built).",
         malformed: "Received messages with a bad header or contents length.",
+        forged: "Received coherence messages (not requests) that named another node than their sender: dropped.",
         unexpected: "Received messages the protocol never sends in that state.",
         nomem_retries: "Events refused for lack of memory, given again later.",
         dropped_nomem: "Messages lost: no memory to queue them for ssi_rx.",
@@ -1450,6 +1451,12 @@ impl ThreadBody for Containers {
                     continue;
                 };
                 drop(msg);
+                // A node never acts in another's name (treenet binds
+                // `src` to the link it came on).
+                if !h.msg.names_sender_ok(NodeId::from(src)) {
+                    self.counters.forged.fetch_add(1, Relaxed);
+                    continue;
+                }
                 if let Some(m) = self.handle(src, h, carried) {
                     let _ = again.push(m, GFP_KERNEL);
                 }

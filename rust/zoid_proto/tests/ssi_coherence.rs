@@ -409,6 +409,11 @@ fn perform(
                     if to as usize == node || to as usize >= w.nodes.len() {
                         return Err(format!("node {node} sends {msg:?} to {to}"));
                     }
+                    // What receivers check of a sender (a node in
+                    // another's name is refused): honest nodes pass.
+                    if !msg.names_sender_ok(node as NodeId) {
+                        return Err(format!("node {node} sends {msg:?} in another's name"));
+                    }
                     let contents = if msg.kind.carries_contents() {
                         Some(w.nodes[node].value.ok_or("sends contents it lacks")?)
                     } else {
@@ -898,4 +903,37 @@ fn random_crashes_of_one_node_in_eight() {
         lost += u32::from(w.lost);
     }
     eprintln!("random crashes: {lost} of 300 runs lost the object");
+}
+
+#[test]
+fn only_requests_name_another_node_than_their_sender() {
+    use zoid_proto::ssi::coherence::{Msg, MsgKind};
+    for kind in [MsgKind::ReadReq, MsgKind::WriteReq] {
+        let forwarded = Msg {
+            kind,
+            node: 7,
+            version: 0,
+        };
+        assert!(
+            forwarded.names_sender_ok(3),
+            "{kind:?} forwarded for node 7"
+        );
+    }
+    for kind in [
+        MsgKind::Copy,
+        MsgKind::Ownership,
+        MsgKind::Invalidate,
+        MsgKind::InvAck,
+    ] {
+        let m = Msg {
+            kind,
+            node: 7,
+            version: 1,
+        };
+        assert!(m.names_sender_ok(7), "{kind:?} from its node");
+        assert!(
+            !m.names_sender_ok(3),
+            "{kind:?} from node 3 in node 7's name"
+        );
+    }
 }

@@ -153,6 +153,17 @@ pub struct Msg {
     pub version: u64,
 }
 
+impl Msg {
+    /// Whether this message, received from node `src`, may name the node
+    /// it names.  Requests travel along probable owners, so a request may
+    /// name any node (the one that asked); every other kind names its
+    /// sender, and one that names another node is forged (a node acting
+    /// in another's name: handing it copies, acking in its place).
+    pub fn names_sender_ok(&self, src: NodeId) -> bool {
+        matches!(self.kind, MsgKind::ReadReq | MsgKind::WriteReq) || self.node == src
+    }
+}
+
 /// A request waiting at the node that will serve it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Request {
