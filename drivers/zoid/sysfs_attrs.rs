@@ -275,6 +275,23 @@ knob!(
     1
 );
 
+knob!(
+    show_max_fds_per_cn,
+    store_max_fds_per_cn,
+    |c| c.unix,
+    max_fds_per_cn,
+    0,
+    1_000_000
+);
+knob!(
+    show_max_relaxed_per_cn,
+    store_max_relaxed_per_cn,
+    |c| c.zoidfs.relaxed,
+    max_per_cn,
+    0,
+    1_000_000
+);
+
 /// `zoidfs_verifier`: the write verifier zoidfs writes and commits answer
 /// with (changes only when this kernel boots again).
 fn show_zoidfs_verifier(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
@@ -284,6 +301,12 @@ fn show_zoidfs_verifier(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
 
 fn show_open_files(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "{}", c.unix.open_files())
+}
+
+/// `open_files_refused`: opens of the `unix` plug-in refused by
+/// `max_fds_per_cn`.
+fn show_open_files_refused(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", U64(c.unix.fds_refused.load(Relaxed)))
 }
 
 /// `job_script`: the program the ION runs at job start (`1`) and end
@@ -368,7 +391,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 32] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 35] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -391,6 +414,13 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 32] = [
     Attribute::ro(c"queue_cap", show_queue_cap),
     Attribute::rw(c"export", show_export, store_export),
     Attribute::rw(c"root_squash", show_root_squash, store_root_squash),
+    Attribute::rw(c"max_fds_per_cn", show_max_fds_per_cn, store_max_fds_per_cn),
+    Attribute::rw(
+        c"max_relaxed_per_cn",
+        show_max_relaxed_per_cn,
+        store_max_relaxed_per_cn,
+    ),
+    Attribute::ro(c"open_files_refused", show_open_files_refused),
     Attribute::rw(c"idmap", show_idmap, store_idmap),
     Attribute::rw(c"zoidfs_exports", show_zoidfs_exports, store_zoidfs_exports),
     Attribute::rw(

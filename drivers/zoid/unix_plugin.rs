@@ -17,8 +17,10 @@
 //!   permission checks under the caller's credentials (a CN's own checks
 //!   are not trusted); `O_TMPFILE` is not supported.
 //! - Descriptors: per CN process (node, pid), numbered from 3, at most
-//!   [`MAX_FDS`]; they close when the process ends (its `/dev/zoid` is
-//!   closed), when the CN goes away, or when the export changes.
+//!   [`MAX_FDS`] a process (`EMFILE`) and `max_fds_per_cn` a CN, whatever
+//!   pids it claims (`EAGAIN`); they close when the process ends (its
+//!   `/dev/zoid` is closed), when the CN goes away, or when the export
+//!   changes.
 //! - Open flags travel in x86_64 numbering (`oflag`) and are translated to
 //!   this kernel's (powerpc numbers four of them differently).
 
@@ -35,6 +37,9 @@ use kernel::sync::{Arc, Mutex};
 
 /// Descriptors one CN process may hold.
 pub(crate) const MAX_FDS: usize = 1024;
+/// Descriptors all the processes of one CN may hold, at load
+/// (`max_fds_per_cn`).
+const DEFAULT_MAX_FDS_PER_CN: u32 = 4096;
 /// First descriptor number handed out.
 const FIRST_FD: i32 = 3;
 
@@ -55,6 +60,11 @@ pub(crate) struct Unix {
     /// 1: an unmapped uid/gid 0 becomes 65534 (default); 0: root stays
     /// root.
     pub(crate) root_squash: Atomic<u32>,
+    /// Descriptors all the processes of one CN may hold: a CN's budget,
+    /// whatever pids it uses (past it, opens fail with `EAGAIN`).
+    pub(crate) max_fds_per_cn: Atomic<u32>,
+    /// Opens refused by `max_fds_per_cn`.
+    pub(crate) fds_refused: Atomic<u64>,
     /// CN ids to ION ids.
     #[pin]
     idmap: Mutex<IdMap>,
@@ -140,6 +150,8 @@ impl Unix {
             export <- kernel::new_mutex!(None, "zoid::unix::export"),
             files <- kernel::new_mutex!(KVec::new(), "zoid::unix::files"),
             root_squash: Atomic::new(1),
+            max_fds_per_cn: Atomic::new(DEFAULT_MAX_FDS_PER_CN),
+            fds_refused: Atomic::new(0),
             idmap <- kernel::new_mutex!(IdMap::new(), "zoid::unix::idmap"),
         })
     }
@@ -261,6 +273,11 @@ impl Unix {
     fn install(&self, ctx: &Caller, file: File) -> CallResult {
         let file = Arc::new(file, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
         let mut files = self.files.lock();
+        let cn = files.iter().filter(|f| f.node == ctx.node).count();
+        if cn >= self.max_fds_per_cn.load(Relaxed) as usize {
+            self.fds_refused.fetch_add(1, Relaxed);
+            return Err(errno(EAGAIN));
+        }
         let mine = |f: &&OpenFile| f.node == ctx.node && f.pid == ctx.creds.pid;
         if files.iter().filter(mine).count() >= MAX_FDS {
             return Err(errno(EMFILE));

@@ -40,6 +40,7 @@ counters! {
         recall_waits: "Opens that waited for recalls.",
         recall_timeouts: "Recalls given up on after the timeout.",
         recall_send_failed: "Recalls that could not be sent (the holder's gone).",
+        refused_budget: "Opens refused with EAGAIN: their CN had max_relaxed_per_cn files open already.",
     }
 }
 
@@ -62,7 +63,13 @@ pub(crate) struct OpenTable {
     #[pin]
     files: Mutex<Table>,
     pub(crate) stats: RelaxedStats,
+    /// Files one CN may have open in the table (its budget; past it,
+    /// opens fail with `EAGAIN`).
+    pub(crate) max_per_cn: Atomic<u32>,
 }
+
+/// `max_relaxed_per_cn` at load.
+const DEFAULT_MAX_PER_CN: u32 = 4096;
 
 struct Table {
     files: KVec<OpenFile>,
@@ -86,6 +93,7 @@ impl OpenTable {
                 "zoid::zoidfs::relaxed"
             ),
             stats: RelaxedStats::new(),
+            max_per_cn: Atomic::new(DEFAULT_MAX_PER_CN),
         }))
     }
 
@@ -105,6 +113,21 @@ impl OpenTable {
         let node = ctx.node;
         let mut sends: KVec<RecallTo> = KVec::new();
         let mut g = self.files.lock();
+        let known = g
+            .files
+            .iter()
+            .any(|f| f.handle == *h && f.openers.iter().any(|o| o.node == node));
+        if !known {
+            let held = g
+                .files
+                .iter()
+                .filter(|f| f.openers.iter().any(|o| o.node == node))
+                .count();
+            if held >= self.max_per_cn.load(Relaxed) as usize {
+                self.stats.refused_budget.fetch_add(1, Relaxed);
+                return Err(errno(EAGAIN));
+            }
+        }
         let i = match g.files.iter().position(|f| f.handle == *h) {
             Some(i) => i,
             None => {

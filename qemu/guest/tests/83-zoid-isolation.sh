@@ -1,11 +1,14 @@
-# CNs and their processes are kept apart on the ION (issue 8):
+# CNs and their processes are kept apart on the ION:
 # * descriptors of the unix plug-in belong to the CN process that opened
 #   them: while every CN holds one open, a new process, on that CN or
 #   another, finds none of them usable (EBADF), and the holder still reads
 #   through its own;
 # * a CN cannot take the ION for itself: past `max_per_cn` calls queued or
 #   running its next call that needs a worker is refused at once with
-#   EAGAIN, while the other CNs' calls are served.
+#   EAGAIN, while the other CNs' calls are served;
+# * nor the ION's tables: past `max_fds_per_cn` descriptors of the unix
+#   plug-in (whatever pids it claims) or `max_relaxed_per_cn` files in
+#   relaxed consistency's table, its next open fails with EAGAIN.
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZU=/zoid/bin/zoidunix
@@ -55,3 +58,50 @@ if [ "$ZOID_ROLE" = ion ]; then
   echo > $Z/export
 fi
 barrier 835
+# Per-CN budgets of the ION's tables, whatever pids a CN claims: with
+# max_fds_per_cn 1, a CN whose process holds a descriptor of the unix
+# plug-in gets EAGAIN for a second one in another process; with
+# max_relaxed_per_cn 1, a CN with a file open on a relaxed zoidfs mount
+# gets EAGAIN opening a second.  Both are counted, and both work again
+# once the budget is back.
+if [ "$ZOID_ROLE" = ion ]; then
+  echo "another file" > /export/other
+  echo /export > $Z/export
+  fds0=$(cat $Z/open_files_refused)
+  rel0=$(counter $Z/zoidfs_relaxed refused_budget)
+  echo 1 > $Z/max_fds_per_cn
+  echo 1 > $Z/max_relaxed_per_cn
+fi
+barrier 836
+if [ "$ZOID_ROLE" = cn ]; then
+  rm -f /tmp/hold.out
+  $ZU hold held 8 > /tmp/hold.out & holder=$!
+  wait_until 10 grep -q '^fd ' /tmp/hold.out || { echo "no descriptor held"; cat /tmp/hold.out; exit 1; }
+  out=$($ZU cat held) && { echo "a second descriptor past max_fds_per_cn: $out"; exit 1; }
+  [ "$out" = "open: -11" ] || { echo "open past max_fds_per_cn: $out"; exit 1; }
+  wait $holder
+  M=/mnt/zfs-budget
+  mkdir -p $M && mount -t zoidfs -o consistency=relaxed zoidfs $M
+  exec 3< $M/held
+  if cat $M/other > /dev/null 2>/tmp/budget.err; then echo "a second relaxed open past max_relaxed_per_cn"; exit 1; fi
+  grep -q "Resource temporarily unavailable" /tmp/budget.err || { cat /tmp/budget.err; exit 1; }
+  exec 3<&-
+fi
+barrier 837
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(cat $Z/open_files_refused)" -ge $((fds0 + ZOID_CNS)) ] ||
+    { echo "open_files_refused $(cat $Z/open_files_refused), was $fds0"; exit 1; }
+  [ "$(counter $Z/zoidfs_relaxed refused_budget)" -ge $((rel0 + ZOID_CNS)) ] ||
+    { echo "relaxed refused_budget $(counter $Z/zoidfs_relaxed refused_budget), was $rel0"; exit 1; }
+  echo 4096 > $Z/max_fds_per_cn
+  echo 4096 > $Z/max_relaxed_per_cn
+fi
+barrier 838
+if [ "$ZOID_ROLE" = cn ]; then
+  [ "$($ZU cat other)" = "another file" ]
+  [ "$(cat $M/held $M/other)" = "held by a CN
+another file" ]
+  umount $M
+fi
+barrier 839
+[ "$ZOID_ROLE" != ion ] || echo > $Z/export
