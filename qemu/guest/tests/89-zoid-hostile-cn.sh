@@ -1,0 +1,158 @@
+# A CN is not trusted (docs/reliability.md, "Threat model"): a CN's root
+# passes every check of its own kernel, so the ION checks again.
+# * Files: the CN's root, squashed to 65534 on the ION, reads, writes,
+#   truncates, touches, lists and links files of uid 1000 through zoidfs
+#   in every cache mode, buffered, O_DIRECT and mmap (tools/zoid/zattack.c):
+#   every attempt fails with the errno the ION's VFS gives (EACCES, EPERM)
+#   and the files are unchanged; what the mode allows still works (a 0711
+#   program is readable, as over NFS), a write by a non-owner clears
+#   set-user-id and set-group-id, and a file's owner writes and truncates
+#   a file it created with mode 0 through the creating descriptor.
+# * Senders: CN 1's kernel claims another node's id (treenet's
+#   forge_origin: its ION's, and with 2 CNs CN 2's): nothing it sends in
+#   that name is delivered; the ION counts drop_forged_origin and says so.
+# * Load: with 2 CNs, CN 1 floods the ION with calls (sleeping ones that
+#   hold every worker, and 64 KiB echoes) while CN 2's null calls keep
+#   within twice their idle round trip.
+. /zoid/tests/treenet-lib.sh
+unset -f stat
+Z=/sys/kernel/zoid
+ZA=/zoid/bin/zattack
+ZC=/zoid/bin/zoidcall
+X=/zfs-hostile-export
+M=/mnt/zfs-hostile
+tstat() { counter $T/stats "$1"; }
+fail() { echo "$*"; nonzero "zoidfs stats" /sys/kernel/zoidfs/stats; dmesg | tail -5; exit 1; }
+# refused <errno> <command...>: the command must fail with that errno.
+refused() { expect_fail "$@" || fail "not refused: $*"; }
+# refused_io <command...>: a write or read the CN's page cache stands in
+# for fails with EACCES, or EIO where the ION's refusal reaches the caller
+# through write-back or read-ahead (as NFS reports those).
+refused_io() {
+  if out=$("$@"); then fail "not refused: $*: $out"; fi
+  echo "$out" | grep -q "(13)$\|(5)$" || fail "not EACCES or EIO: $*: $out"
+}
+
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p $X && mount -t tmpfs -o mode=1777 tmpfs $X
+  echo "uid 1000's secret" > $X/secret && chown 1000:1000 $X/secret && chmod 600 $X/secret
+  mkdir $X/private && echo inner > $X/private/f
+  chown -R 1000:1000 $X/private && chmod 700 $X/private
+  printf '#!/bin/sh\necho run\n' > $X/prog && chown 1000:1000 $X/prog && chmod 711 $X/prog
+  mkdir $X/open && chmod 1777 $X/open
+  echo $X > $Z/export
+fi
+barrier 1100
+if [ "$ZOID_ROLE" = cn ]; then
+  cp /etc/passwd /tmp/passwd.hostile
+  echo "u1000:x:1000:1000::/:/bin/sh" >> /etc/passwd
+  mkdir -p $M
+  for cache in none strict loose; do
+    mount -t zoidfs -o cache=$cache zoidfs $M || fail "mount cache=$cache"
+    # Reads first: a refused write leaves its own bytes in this CN's page
+    # cache (cache=loose), which later reads would find.
+    refused 13 $ZA read $M/secret direct
+    refused_io $ZA read $M/secret buffered
+    # A page the ION refuses is a SIGBUS, never the data.
+    if out=$($ZA read $M/secret mmap 2>&1); then fail "cache=$cache: mmap read: $out"; fi
+    refused 13 $ZA write $M/secret direct
+    refused_io $ZA write $M/secret buffered
+    refused_io $ZA append $M/secret
+    refused 13 $ZA truncate $M/secret 0
+    refused 13 $ZA touch $M/secret
+    refused 1 $ZA settime $M/secret 1000
+    refused 1 $ZA link $M/secret $M/open/stolen-$cache-$ZOID_NODE
+    refused 13 $ZA list $M/private
+    refused 13 $ZA read $M/private/f buffered
+    [ -z "$(ls $M/private 2>/dev/null)" ] || fail "cache=$cache: private listed"
+    # Allowed: a 0711 program is readable (a CN pages it in), as over NFS.
+    $ZA read $M/prog buffered > /dev/null || fail "cache=$cache: the 0711 program"
+    # The owner's override: a file created with mode 0 is written and
+    # truncated through the descriptor that created it.
+    out=$(su -s /bin/sh u1000 -c "$ZA create0 $M/open/mode0-$cache-$ZOID_NODE") ||
+      fail "cache=$cache: u1000's mode-0 file: $out"
+    umount $M
+  done
+  cp /tmp/passwd.hostile /etc/passwd
+fi
+barrier 1101
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(cat $X/secret)" = "uid 1000's secret" ] || fail "secret changed: $(cat $X/secret)"
+  [ "$(/bin/busybox stat -c '%a %s' $X/secret)" = "600 18" ] ||
+    fail "secret: $(/bin/busybox stat -c '%a %s' $X/secret)"
+  [ "$(/bin/busybox stat -c %Y $X/secret)" != 1000 ] || fail "secret's time was set"
+  ls $X/open | grep -q stolen && fail "a link to secret was made: $(ls $X/open)"
+  for cache in none strict loose; do
+    for cn in $(seq 1 "$ZOID_CNS"); do
+      f=$X/open/mode0-$cache-cn$cn
+      [ "$(cat $f)" = hel ] || fail "$f: '$(cat $f)'"
+    done
+  done
+  # A write by a non-owner clears set-user-id and set-group-id.
+  echo x > $X/setid && chown 1000:1000 $X/setid && chmod 6777 $X/setid
+fi
+barrier 1102
+if [ "$ZOID_NODE" = cn1 ]; then
+  mount -t zoidfs -o cache=none zoidfs $M || fail "mount"
+  $ZA write $M/setid buffered > /dev/null || fail "write to the 6777 file"
+  umount $M
+fi
+barrier 1103
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(/bin/busybox stat -c %a $X/setid)" = 777 ] ||
+    fail "set-id bits kept after a non-owner's write: $(/bin/busybox stat -c %a $X/setid)"
+  echo > $Z/export
+  umount $X
+  forged0=$(tstat drop_forged_origin)
+fi
+barrier 1104
+# Forged senders: CN 1's messages claim the ION's id, then (with 2 CNs)
+# CN 2's.  Its pings are never answered; nothing it sends so is delivered.
+if [ "$ZOID_NODE" = cn1 ]; then
+  claims=0
+  [ "${ZOID_CNS:-1}" -ge 2 ] && claims="0 2"
+  for id in $claims; do
+    # For a second only: CN 1's other traffic (ssi's heartbeats) is
+    # forged too meanwhile, and lost.
+    echo "$id" > $T/forge_origin
+    st ping 0 64 1 > /dev/null 2>&1 & pinger=$!
+    sleep 1
+    echo 65535 > $T/forge_origin
+    if wait $pinger; then fail "a ping as node $id was answered"; fi
+  done
+  st ping 0 64 1 > /dev/null || fail "CN 1's own pings after the forgery"
+fi
+barrier 1105
+if [ "$ZOID_ROLE" = ion ]; then
+  want=1; [ "${ZOID_CNS:-1}" -ge 2 ] && want=2
+  got=$(( $(tstat drop_forged_origin) - forged0 ))
+  [ "$got" -ge "$want" ] || fail "drop_forged_origin rose by $got, want at least $want"
+  dmesg | grep -q "sent a message as node" || fail "no forged origin logged"
+  echo "forged origins dropped: $got"
+fi
+if [ "$ZOID_ROLE" = cn ]; then st ping 0 64 1 > /dev/null || fail "$ZOID_NODE's pings after the forgery"; fi
+barrier 1106
+# One CN floods the ION with calls (sleeping calls that hold workers, to
+# its max_per_cn, and 64 KiB echoes) while another measures its null-call
+# round trip: within twice its idle value (the median of 5 rounds of 100
+# calls each way).
+if [ "${ZOID_CNS:-1}" -ge 2 ]; then
+  rounds() { for _ in 1 2 3 4 5; do $ZC null 100 | awk '{ print $5 }'; done | sort -n | sed -n 3p; }
+  if [ "$ZOID_NODE" = cn2 ]; then rounds > /tmp/null-idle; fi
+  barrier 1107
+  if [ "$ZOID_NODE" = cn1 ]; then
+    i=0; while [ $i -lt 16 ]; do $ZC sleep 8000 > /dev/null 2>&1 & i=$((i + 1)); done
+    ( end=$(( $(cut -d. -f1 /proc/uptime) + 8 ))
+      while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do $ZC echo 65536 20 > /dev/null 2>&1 || true; done ) &
+  fi
+  if [ "$ZOID_NODE" = cn2 ]; then
+    sleep 1
+    busy=$(rounds)
+    idle=$(cat /tmp/null-idle)
+    echo "cn2 null call: idle ${idle} us, while cn1 floods ${busy} us"
+    awk -v b="$busy" -v i="$idle" 'BEGIN { exit !(b <= 2 * i) }' ||
+      fail "cn2's null calls slowed from $idle to $busy us while cn1 flooded"
+  fi
+  [ "$ZOID_NODE" != cn1 ] || wait
+  barrier 1108
+fi
