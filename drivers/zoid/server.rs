@@ -80,6 +80,9 @@ pub(crate) struct ServerKnobs {
     pub(crate) max_reply: Atomic<u32>,
     /// Calls one CN may have queued or running; more get EAGAIN.
     pub(crate) max_per_cn: Atomic<u32>,
+    /// Calls one CN may run at once (its others wait, queued); 0: one
+    /// fewer than the workers (at least 1), so a CN never holds them all.
+    pub(crate) max_running_per_cn: Atomic<u32>,
     /// Requests up to this size whose function allows it run in the
     /// receive path, without a worker hop (0: never).
     pub(crate) inline_bytes: Atomic<u32>,
@@ -95,12 +98,21 @@ pub(crate) struct ServerKnobs {
 }
 
 impl ServerKnobs {
+    /// The calls one CN may run at once, `max_running_per_cn` resolved.
+    pub(crate) fn running_per_cn(&self) -> u32 {
+        match self.max_running_per_cn.load(Relaxed) {
+            0 => self.workers.load(Relaxed).saturating_sub(1).max(1),
+            n => n,
+        }
+    }
+
     fn new() -> Self {
         Self {
             workers: Atomic::new(4),
             max_request: Atomic::new((4 << 20) + 1024),
             max_reply: Atomic::new((4 << 20) + 1024),
             max_per_cn: Atomic::new(64),
+            max_running_per_cn: Atomic::new(0),
             inline_bytes: Atomic::new(256),
             small_bytes: Atomic::new(1024),
             idle_drive: Atomic::new(1),
@@ -678,6 +690,7 @@ impl ServerCore {
         let refused = {
             let mut q = self.queue.lock();
             q.sched.set_max_per_cn(self.knobs.max_per_cn.load(Relaxed));
+            q.sched.set_max_running_per_cn(self.knobs.running_per_cn());
             match q.store(work) {
                 Err(_) => Some(pos(ENOMEM)),
                 Ok(handle) => {

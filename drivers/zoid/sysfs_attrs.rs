@@ -89,6 +89,15 @@ knob!(
     1,
     1024
 );
+// 0: one fewer than the workers (at least 1).
+knob!(
+    show_max_running_per_cn,
+    store_max_running_per_cn,
+    |c| c.server.core().knobs,
+    max_running_per_cn,
+    0,
+    u64::from(MAX_WORKERS)
+);
 knob!(
     show_inline_bytes,
     store_inline_bytes,
@@ -391,7 +400,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 35] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 36] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -399,6 +408,11 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 35] = [
     Attribute::rw(c"max_request", show_max_request, store_max_request),
     Attribute::rw(c"max_reply", show_max_reply, store_max_reply),
     Attribute::rw(c"max_per_cn", show_max_per_cn, store_max_per_cn),
+    Attribute::rw(
+        c"max_running_per_cn",
+        show_max_running_per_cn,
+        store_max_running_per_cn,
+    ),
     Attribute::rw(c"inline_bytes", show_inline_bytes, store_inline_bytes),
     Attribute::rw(c"small_bytes", show_small_bytes, store_small_bytes),
     Attribute::rw(c"idle_drive", show_idle_drive, store_idle_drive),

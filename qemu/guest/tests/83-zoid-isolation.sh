@@ -8,7 +8,9 @@
 #   EAGAIN, while the other CNs' calls are served;
 # * nor the ION's tables: past `max_fds_per_cn` descriptors of the unix
 #   plug-in (whatever pids it claims) or `max_relaxed_per_cn` files in
-#   relaxed consistency's table, its next open fails with EAGAIN.
+#   relaxed consistency's table, its next open fails with EAGAIN; nor
+#   every worker: it runs at most one fewer calls at once than there are
+#   workers, and another CN's call is served meanwhile.
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZU=/zoid/bin/zoidunix
@@ -58,6 +60,41 @@ if [ "$ZOID_ROLE" = ion ]; then
   echo > $Z/export
 fi
 barrier 835
+# A CN runs at most max_running_per_cn calls at once (0, the default: one
+# fewer than the workers): its others wait, queued, and a worker stays
+# free for the other CNs.  4 calls of 2 s from one CN take two rounds on
+# 4 workers (3 run at once), the ION never has more than 3 workers busy
+# with them, and another CN's call meanwhile takes about its own 2 s.
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(cat $Z/max_running_per_cn)" = 0 ] && [ "$(cat $Z/workers)" = 4 ] ||
+    { echo "max_running_per_cn $(cat $Z/max_running_per_cn), workers $(cat $Z/workers)"; exit 1; }
+fi
+barrier 8351
+if [ "$ZOID_ROLE" = ion ]; then
+  peak=0
+  for _ in $(seq 30); do
+    b=$(counter $Z/stats workers_busy)
+    [ "$b" -le "$peak" ] || peak=$b
+    sleep 0.2
+  done
+  [ "$peak" -ge 1 ] && [ "$peak" -le $(( ZOID_CNS > 1 ? 4 : 3 )) ] ||
+    { echo "workers busy at most $peak"; exit 1; }
+elif [ "$ZOID_NODE" = cn1 ]; then
+  t0=$(cut -d' ' -f1 /proc/uptime)
+  for _ in 1 2 3 4; do $ZC sleep 2000 > /dev/null & done
+  wait
+  t1=$(cut -d' ' -f1 /proc/uptime)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a >= 3.9) }' ||
+    { echo "4 calls of 2 s took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s: more than 3 at once"; exit 1; }
+else
+  sleep 1
+  t0=$(cut -d' ' -f1 /proc/uptime)
+  $ZC sleep 2000 > /dev/null
+  t1=$(cut -d' ' -f1 /proc/uptime)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 3.5) }' ||
+    { echo "$ZOID_NODE's call of 2 s took $(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }') s while cn1 had 4 running"; exit 1; }
+fi
+barrier 8352
 # Per-CN budgets of the ION's tables, whatever pids a CN claims: with
 # max_fds_per_cn 1, a CN whose process holds a descriptor of the unix
 # plug-in gets EAGAIN for a second one in another process; with

@@ -12,7 +12,7 @@
 #   forge_origin: its ION's, and with 2 CNs CN 2's): nothing it sends in
 #   that name is delivered; the ION counts drop_forged_origin and says so.
 # * Load: with 2 CNs, CN 1 floods the ION with calls (sleeping ones that
-#   hold every worker, and 64 KiB echoes) while CN 2's null calls keep
+#   hold every worker it may take, and 64 KiB echoes) while CN 2's null calls keep
 #   within twice their idle round trip.
 . /zoid/tests/treenet-lib.sh
 unset -f stat
@@ -132,8 +132,8 @@ if [ "$ZOID_ROLE" = ion ]; then
 fi
 if [ "$ZOID_ROLE" = cn ]; then st ping 0 64 1 > /dev/null || fail "$ZOID_NODE's pings after the forgery"; fi
 barrier 1106
-# One CN floods the ION with calls (sleeping calls that hold workers, to
-# its max_per_cn, and 64 KiB echoes) while another measures its null-call
+# One CN floods the ION with calls (sleeping calls that hold the workers
+# it may take, and 64 KiB echoes) while another measures its null-call
 # round trip: within twice its idle value (the median of 5 rounds of 100
 # calls each way).
 if [ "${ZOID_CNS:-1}" -ge 2 ]; then

@@ -99,6 +99,32 @@ fn per_cn_limit_counts_queued_and_running() {
 }
 
 #[test]
+fn a_cn_at_its_running_limit_waits_while_others_run() {
+    let mut s = CallScheduler::<16>::new(16, 0);
+    s.set_max_running_per_cn(2);
+    // CN 1 queues four calls, then CN 2 one, all of one class.
+    for h in 0..4 {
+        s.enqueue(call(h, 1, Priority::Small)).unwrap();
+    }
+    s.enqueue(call(9, 2, Priority::Bulk)).unwrap();
+    // CN 1 runs two; its third is passed over for CN 2's, even of a
+    // lower class.
+    assert_eq!(s.next().map(|c| c.handle), Some(0));
+    assert_eq!(s.next().map(|c| c.handle), Some(1));
+    assert_eq!(s.next().map(|c| c.handle), Some(9));
+    // Nothing runnable: CN 1 is at its limit.
+    assert_eq!(s.next(), None);
+    assert_eq!(s.queued(), 2);
+    // One of CN 1's ends: its next one runs, in order.
+    assert!(s.done(1));
+    assert_eq!(s.next().map(|c| c.handle), Some(2));
+    assert_eq!(s.next(), None);
+    // No limit: the rest runs.
+    s.set_max_running_per_cn(0);
+    assert_eq!(s.next().map(|c| c.handle), Some(3));
+}
+
+#[test]
 fn total_capacity_includes_running_calls() {
     let mut s = CallScheduler::<4>::new(100, 0);
     assert_eq!(s.capacity(), 4);
@@ -297,6 +323,7 @@ enum Op {
     DropCn(u16),
     Remove(u16, u32),
     SetMax(u32),
+    SetMaxRunning(u32),
     SetAging(u32),
 }
 
@@ -308,6 +335,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u16..5).prop_map(Op::DropCn),
         1 => (0u16..5, 0u32..40).prop_map(|(cn, h)| Op::Remove(cn, h)),
         1 => (0u32..5).prop_map(Op::SetMax),
+        1 => (0u32..4).prop_map(Op::SetMaxRunning),
         1 => (0u32..4).prop_map(Op::SetAging),
     ]
 }
@@ -318,6 +346,7 @@ struct Model {
     queues: [VecDeque<QueuedCall>; 3],
     running: Vec<u16>,
     max: u32,
+    max_running: u32,
     aging: u32,
     passed: [u32; 3],
 }
@@ -352,8 +381,22 @@ impl Model {
                 .into_iter()
                 .find(|&c| !self.queues[c].is_empty() && self.passed[c] >= self.aging);
         }
-        let class = class.or_else(|| (0..3).find(|&c| !self.queues[c].is_empty()))?;
-        let call = self.queues[class].pop_front().unwrap();
+        let first = class.or_else(|| (0..3).find(|&c| !self.queues[c].is_empty()))?;
+        // The first call whose CN may run one more: in that class, else
+        // in the others, highest first.
+        let may_run = |cn: u16| {
+            self.max_running == 0
+                || (self.running.iter().filter(|&&c| c == cn).count() as u32) < self.max_running
+        };
+        let (class, i) = std::iter::once(first)
+            .chain((0..3).filter(|&c| c != first))
+            .find_map(|c| {
+                self.queues[c]
+                    .iter()
+                    .position(|q| may_run(q.cn))
+                    .map(|i| (c, i))
+            })?;
+        let call = self.queues[class].remove(i).unwrap();
         for x in [1, 2] {
             if x == class || self.queues[x].is_empty() {
                 self.passed[x] = 0;
@@ -448,6 +491,10 @@ proptest! {
                     s.set_max_per_cn(x);
                     m.max = x;
                 }
+                Op::SetMaxRunning(x) => {
+                    s.set_max_running_per_cn(x);
+                    m.max_running = x;
+                }
                 Op::SetAging(k) => {
                     s.set_aging(k);
                     m.aging = k;
@@ -462,7 +509,10 @@ proptest! {
                 prop_assert_eq!(s.outstanding(cn), m.outstanding(cn));
             }
         }
-        // Drain: every accepted call comes back exactly once.
+        // Drain (no running limit, so nothing waits for a done): every
+        // accepted call comes back exactly once.
+        s.set_max_running_per_cn(0);
+        m.max_running = 0;
         while let Some(c) = s.next() {
             prop_assert_eq!(Some(c), m.next());
             *returned.get_mut(&c.handle).unwrap() += 1;

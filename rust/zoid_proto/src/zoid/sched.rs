@@ -11,7 +11,17 @@
 //! scheduler tracks at most `CAP` calls in all (queued plus running, so
 //! `CAP` is the queue depth plus the number of workers).  A call over
 //! either limit is refused ([`SchedError`]) and the ION answers it with
-//! `EAGAIN`.
+//! `EAGAIN`.  A CN also runs at most `max_running_per_cn` calls at once
+//! ([`CallScheduler::set_max_running_per_cn`]; 0: no limit): its other
+//! calls wait, queued, while the next pick passes them over for another
+//! CN's, so that with fewer than the workers a CN cannot hold every
+//! worker (calls that sleep) while others wait.
+//!
+//! # Picks
+//!
+//! [`CallScheduler::next`] takes the class below says, then the first call
+//! of that class whose CN may run one more; if it holds none, the first
+//! such call of the other classes, highest first.
 //!
 //! # Aging
 //!
@@ -166,6 +176,8 @@ pub struct CallScheduler<const CAP: usize> {
     /// Running calls.
     running: usize,
     max_per_cn: u32,
+    /// Calls one CN may run at once (0: no limit).
+    max_running_per_cn: u32,
     aging: u32,
     /// Per class: picks of higher classes since this class was last
     /// picked (only counted while it is non-empty; unused for `Urgent`).
@@ -209,6 +221,7 @@ impl<const CAP: usize> CallScheduler<CAP> {
             tracked: 0,
             running: 0,
             max_per_cn,
+            max_running_per_cn: 0,
             aging,
             passed: [0; 3],
         }
@@ -230,6 +243,18 @@ impl<const CAP: usize> CallScheduler<CAP> {
     /// The per-CN limit.
     pub const fn max_per_cn(&self) -> u32 {
         self.max_per_cn
+    }
+
+    /// Sets how many calls one CN may run at once (0: no limit).
+    /// Lowering it stops no running call; the CN's queued calls wait until
+    /// it runs fewer.
+    pub fn set_max_running_per_cn(&mut self, max: u32) {
+        self.max_running_per_cn = max;
+    }
+
+    /// The per-CN limit of running calls (0: none).
+    pub const fn max_running_per_cn(&self) -> u32 {
+        self.max_running_per_cn
     }
 
     /// Sets the aging threshold `K` (see the module documentation; 0:
@@ -360,17 +385,47 @@ impl<const CAP: usize> CallScheduler<CAP> {
         (0..3).find(|&c| self.depth[c] > 0)
     }
 
-    /// Takes the next call to run; it counts as running for its CN until
-    /// [`done`](Self::done).  `None` if nothing is queued.
+    /// Whether `cn` may run one more call (`max_running_per_cn`).
+    fn may_run(&self, cn: u16) -> bool {
+        self.max_running_per_cn == 0
+            || self
+                .find_cn(cn)
+                .is_none_or(|i| self.cns[i].running < self.max_running_per_cn)
+    }
+
+    /// The first call of class `c` whose CN may run one more: its slot
+    /// and the slot before it (`NIL` at the head).
+    fn first_runnable(&self, c: usize) -> Option<(usize, usize)> {
+        let (mut prev, mut cur) = (NIL, self.head[c]);
+        while cur != NIL {
+            if self.may_run(self.slots[cur - 1].call.cn) {
+                return Some((prev, cur));
+            }
+            prev = cur;
+            cur = self.slots[cur - 1].next;
+        }
+        None
+    }
+
+    /// Takes the next call to run (see "Picks" in the module
+    /// documentation); it counts as running for its CN until
+    /// [`done`](Self::done).  `None` if no call is queued whose CN may run
+    /// one more.
     // Not an `Iterator`: taking a call changes what is running.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Option<QueuedCall> {
-        let c = self.pick_class()?;
-        let slot = self.head[c];
-        let call = self.slots[slot - 1].call;
-        self.head[c] = self.slots[slot - 1].next;
-        if self.head[c] == NIL {
-            self.tail[c] = NIL;
+        let first = self.pick_class()?;
+        let (c, prev, slot) = core::iter::once(first)
+            .chain((0..3).filter(|&c| c != first))
+            .find_map(|c| self.first_runnable(c).map(|(p, s)| (c, p, s)))?;
+        let Slot { call, next } = self.slots[slot - 1];
+        if prev == NIL {
+            self.head[c] = next;
+        } else {
+            self.slots[prev - 1].next = next;
+        }
+        if self.tail[c] == slot {
+            self.tail[c] = prev;
         }
         self.depth[c] -= 1;
         self.release_slot(slot);
