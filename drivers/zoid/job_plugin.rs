@@ -109,6 +109,15 @@ fn clean_value(v: &[u8]) -> bool {
 /// Longest value of `ZOID_JOB_EXEC`, `_ARGS` or `_MODE`.
 const MAX_VALUE: usize = 1024;
 
+/// A program's path as the knobs take it: absolute, at most
+/// [`MAX_SCRIPT`] bytes, or empty (none).
+fn program_path(path: &[u8]) -> Result<KVec<u8>> {
+    if path.len() > MAX_SCRIPT || (!path.is_empty() && !path.starts_with(b"/")) {
+        return Err(EINVAL);
+    }
+    copy(path)
+}
+
 fn copy(b: &[u8]) -> Result<KVec<u8>> {
     let mut v = KVec::with_capacity(b.len(), GFP_KERNEL)?;
     v.extend_from_slice(b, GFP_KERNEL)?;
@@ -137,10 +146,7 @@ impl Job {
     /// Sets the job runner (absolute path; empty: none, and only jobs
     /// owned by root run their script).
     pub(crate) fn set_runner(&self, path: &[u8]) -> Result {
-        if path.len() > MAX_SCRIPT || (!path.is_empty() && !path.starts_with(b"/")) {
-            return Err(EINVAL);
-        }
-        self.state.lock().runner = copy(path)?;
+        self.state.lock().runner = program_path(path)?;
         Ok(())
     }
 
@@ -151,10 +157,7 @@ impl Job {
 
     /// Sets the job script (absolute path; empty: none).
     pub(crate) fn set_script(&self, path: &[u8]) -> Result {
-        if path.len() > MAX_SCRIPT || (!path.is_empty() && !path.starts_with(b"/")) {
-            return Err(EINVAL);
-        }
-        self.state.lock().script = copy(path)?;
+        self.state.lock().script = program_path(path)?;
         Ok(())
     }
 
