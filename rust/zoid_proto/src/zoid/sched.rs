@@ -407,17 +407,9 @@ impl<const CAP: usize> CallScheduler<CAP> {
         None
     }
 
-    /// Takes the next call to run (see "Picks" in the module
-    /// documentation); it counts as running for its CN until
-    /// [`done`](Self::done).  `None` if no call is queued whose CN may run
-    /// one more.
-    // Not an `Iterator`: taking a call changes what is running.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<QueuedCall> {
-        let first = self.pick_class()?;
-        let (c, prev, slot) = core::iter::once(first)
-            .chain((0..3).filter(|&c| c != first))
-            .find_map(|c| self.first_runnable(c).map(|(p, s)| (c, p, s)))?;
+    /// Takes queued slot `slot` (after `prev`, `NIL` at the head) out of
+    /// class `c`; returns its call (still counted queued for its CN).
+    fn unlink(&mut self, c: usize, prev: usize, slot: usize) -> QueuedCall {
         let Slot { call, next } = self.slots[slot - 1];
         if prev == NIL {
             self.head[c] = next;
@@ -429,6 +421,21 @@ impl<const CAP: usize> CallScheduler<CAP> {
         }
         self.depth[c] -= 1;
         self.release_slot(slot);
+        call
+    }
+
+    /// Takes the next call to run (see "Picks" in the module
+    /// documentation); it counts as running for its CN until
+    /// [`done`](Self::done).  `None` if no call is queued whose CN may run
+    /// one more.
+    // Not an `Iterator`: taking a call changes what is running.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Option<QueuedCall> {
+        let first = self.pick_class()?;
+        let (c, prev, slot) = core::iter::once(first)
+            .chain((0..3).filter(|&c| c != first))
+            .find_map(|c| self.first_runnable(c).map(|(p, s)| (c, p, s)))?;
+        let call = self.unlink(c, prev, slot);
         for x in [Priority::Small.index(), Priority::Bulk.index()] {
             if x == c || self.depth[x] == 0 {
                 self.passed[x] = 0;
@@ -478,19 +485,10 @@ impl<const CAP: usize> CallScheduler<CAP> {
                     cur = next;
                     continue;
                 }
-                if prev == NIL {
-                    self.head[c] = next;
-                } else {
-                    self.slots[prev - 1].next = next;
-                }
-                if self.tail[c] == cur {
-                    self.tail[c] = prev;
-                }
-                self.depth[c] -= 1;
+                self.unlink(c, prev, cur);
                 if self.depth[c] == 0 {
                     self.passed[c] = 0;
                 }
-                self.release_slot(cur);
                 if let Some(i) = self.find_cn(call.cn) {
                     self.cns[i].queued -= 1;
                 }
