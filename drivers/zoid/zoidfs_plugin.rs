@@ -217,6 +217,31 @@ impl Zoidfs {
         self.unix.run_as(ctx, || f(&e.resolve(fh).map_err(errno)?))
     }
 
+    /// Runs `f` with the caller's credentials on the objects `a` and `b`
+    /// name (link, rename), which must be of one export: two exports may
+    /// share a filesystem, and a link or rename never joins them (a way
+    /// out of an export), `EXDEV` as across filesystems.
+    fn on_pair(
+        &self,
+        ctx: &Caller,
+        a: &Handle,
+        b: &Handle,
+        f: impl FnOnce(&Obj, &Obj) -> CallResult,
+    ) -> CallResult {
+        let (e, afh) = self.export_of(a)?;
+        let (be, bfh) = self.export_of(b)?;
+        if e.id() != be.id() {
+            return Err(errno(EXDEV));
+        }
+        self.unix.run_as(ctx, || {
+            let (x, y) = (
+                e.resolve(afh).map_err(errno)?,
+                e.resolve(bfh).map_err(errno)?,
+            );
+            f(&x, &y)
+        })
+    }
+
     /// The export a handle belongs to and its file handle part.
     fn export_of<'a>(&self, h: &'a Handle) -> core::result::Result<(Arc<Export>, &'a [u8]), i32> {
         let b = h.as_bytes();
@@ -380,18 +405,8 @@ impl zoidfs::Server for Zoidfs {
 
     fn link(&self, ctx: &Caller, h: Handle, dir: Handle, n: &[u8], attr: &mut Stat) -> CallResult {
         let n = name(n)?;
-        let (e, fh) = self.export_of(&h)?;
-        let (de, dfh) = self.export_of(&dir)?;
-        // Two exports may share a filesystem: a link never joins them.
-        if e.id() != de.id() {
-            return Err(errno(EXDEV));
-        }
-        self.unix.run_as(ctx, || {
-            let (o, d) = (
-                e.resolve(fh).map_err(errno)?,
-                de.resolve(dfh).map_err(errno)?,
-            );
-            o.link(&d, n).map_err(errno)?;
+        self.on_pair(ctx, &h, &dir, |o, d| {
+            o.link(d, n).map_err(errno)?;
             *attr = wire_stat(&o.stat().map_err(errno)?);
             Ok(0)
         })
@@ -418,19 +433,8 @@ impl zoidfs::Server for Zoidfs {
             return Err(errno(EINVAL));
         }
         let (from, to) = (name(from)?, name(to)?);
-        let (fe, ffh) = self.export_of(&from_dir)?;
-        let (te, tfh) = self.export_of(&to_dir)?;
-        // Two exports may share a filesystem: a rename never moves an
-        // object from one to the other (a way out of an export).
-        if fe.id() != te.id() {
-            return Err(errno(EXDEV));
-        }
-        self.unix.run_as(ctx, || {
-            let (fd, td) = (
-                fe.resolve(ffh).map_err(errno)?,
-                te.resolve(tfh).map_err(errno)?,
-            );
-            fd.rename(from, &td, to, flags).map_err(errno)?;
+        self.on_pair(ctx, &from_dir, &to_dir, |fd, td| {
+            fd.rename(from, td, to, flags).map_err(errno)?;
             Ok(0)
         })
     }
