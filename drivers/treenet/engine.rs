@@ -431,8 +431,12 @@ struct OutMsg {
 }
 
 impl OutMsg {
+    /// What the message weighs against its neighbour's queue bound: the
+    /// memory it holds (a page at least, whatever its length) and its
+    /// header, so that a flood of small answers to a neighbour that
+    /// acknowledges nothing is bounded in memory, not only in bytes.
     fn charge(&self) -> usize {
-        self.buf.len() + MSG_HEADER_LEN
+        self.buf.footprint().max(self.buf.len()) + MSG_HEADER_LEN + core::mem::size_of::<Self>()
     }
 }
 

@@ -70,6 +70,13 @@ impl MsgBuf {
         self.len
     }
 
+    /// Memory the buffer holds (its pages), in bytes: what a queue of
+    /// messages is charged, so that many small messages, a page each,
+    /// weigh what they cost and not only what they carry.
+    pub(crate) fn footprint(&self) -> usize {
+        self.pages.len() * PAGE_SIZE
+    }
+
     /// Whether the message is empty.
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
