@@ -296,6 +296,7 @@ counters! {
         msgs_failed: "Queued messages dropped: peer down or request refused.",
         send_waits: "Blocking sends that waited for room: the destination's queue was over its bound (2 x max_msg_size + 1 MiB, and 1 MiB more for control-lane messages).",
         send_stalls: "Blocking sends failed (ETIMEDOUT): the destination's queue stayed over its bound while frames to it went unacknowledged for 4 x peer_timeout_ms.",
+        handler_sends_refused: "Sends from a receive handler refused (EAGAIN): the destination's queue held twice its bound (a neighbour that takes no data while its messages keep asking for answers).",
         drop_truncated: "Frames dropped: truncated.",
         drop_oversized: "Frames dropped: payload over the local limit.",
         drop_bad_version: "Frames dropped: unknown wire version.",
@@ -1262,8 +1263,11 @@ impl Treenet {
     /// is over its memory bound (and fails with `ETIMEDOUT` if frames to it
     /// go unacknowledged for 4 x `peer_timeout_ms` meanwhile); otherwise
     /// fails with `EAGAIN`.  A send from an upper layer's receive handler
-    /// never waits or fails for space (the engine that makes the space may
-    /// be the one running the handler).
+    /// never waits (the engine that makes the space may be the one running
+    /// the handler): it may go past the bound, up to twice it, and fails
+    /// with `EAGAIN` beyond, so that a neighbour that keeps sending while
+    /// it acknowledges nothing cannot make the answers queued for it grow
+    /// without end.
     pub(crate) fn send(&self, channel: u16, dst: u16, msg: MsgBuf, block: bool) -> Result {
         self.send_shared(channel, dst, Arc::new(msg, GFP_KERNEL)?, block)
     }
@@ -1297,12 +1301,14 @@ impl Treenet {
         // (acks seen, since when) while frames are in flight.
         let mut stalled: Option<(u64, u64)> = None;
         loop {
+            // A handler's send may take up to twice the bound.
+            let scale = if in_handler { 2 } else { 1 };
             // (over the bound, acks seen, frames in flight)
             let (over, acks, in_flight) = if dst == BROADCAST {
                 g.children().fold((false, 0u64, false), |(o, a, f), i| {
                     let n = &g.neighbors[i];
                     (
-                        o || n.queued_bytes > g.queue_bound(&self.knobs, i, len),
+                        o || n.queued_bytes > scale * g.queue_bound(&self.knobs, i, len),
                         a.wrapping_add(n.acks_seen),
                         f || n.in_flight(),
                     )
@@ -1311,13 +1317,17 @@ impl Treenet {
                 let r = g.route(dst).ok_or(EHOSTUNREACH)?;
                 let n = &g.neighbors[r];
                 (
-                    n.queued_bytes > g.queue_bound(&self.knobs, r, len),
+                    n.queued_bytes > scale * g.queue_bound(&self.knobs, r, len),
                     n.acks_seen,
                     n.in_flight(),
                 )
             };
-            if !over || in_handler {
+            if !over {
                 break;
+            }
+            if in_handler {
+                count(&self.stats.handler_sends_refused);
+                return Err(EAGAIN);
             }
             if !block {
                 return Err(EAGAIN);
