@@ -216,6 +216,11 @@ pub(crate) struct Knobs {
     /// (a hostile CN's kernel); `BROADCAST` (65535, the default): from
     /// this node.
     pub(crate) forge_origin: Atomic<u32>,
+    /// Fault injection for tests of the other nodes' defences: 1, this
+    /// node acknowledges nothing it receives (a hostile CN that keeps
+    /// sending requests and never lets its answers go); 0 (default): it
+    /// acks as the protocol says.
+    pub(crate) mute_acks: Atomic<u32>,
 }
 
 /// The engine thread's nice value at load: -20, as the kernel's high
@@ -251,6 +256,7 @@ impl Knobs {
             deaf_ppm: Atomic::new(0),
             softirq_rx: Atomic::new(1),
             forge_origin: Atomic::new(u32::from(BROADCAST)),
+            mute_acks: Atomic::new(0),
         }
     }
 }
@@ -322,6 +328,7 @@ counters! {
         inject_dup: "Frames duplicated by fault injection.",
         inject_reorder: "Frames reordered by fault injection.",
         inject_deaf: "Data and ack frames dropped on receive by fault injection (deaf_ppm).",
+        inject_muted_acks: "Acks not sent by fault injection (mute_acks).",
         tx_errors: "Frames the device refused.",
         tx_batches: "Batches of frames handed to a device driver at once (tx_batch).",
         tx_batch_frames: "Frames in those batches.",
@@ -2615,7 +2622,10 @@ impl Inner {
     /// built loses no ack).
     fn piggy_ack(&self, k: &Knobs, ni: usize, lane: Lane) -> Option<PiggyAck> {
         let n = &self.neighbors[ni];
-        if !n.takes_piggy_acks || k.piggyback_acks.load(Relaxed) == 0 {
+        if !n.takes_piggy_acks
+            || k.piggyback_acks.load(Relaxed) == 0
+            || k.mute_acks.load(Relaxed) != 0
+        {
             return None;
         }
         let other = if lane == Lane::Control {
@@ -2657,6 +2667,10 @@ impl Inner {
                     continue;
                 }
                 let next = r.take_ack();
+                if k.mute_acks.load(Relaxed) != 0 {
+                    count(&s.inject_muted_acks);
+                    continue;
+                }
                 let hdr = FrameHeader::ack(self.node_id, n.node, lane, next);
                 let p = wire::encode_ack(r.win.sack());
                 let (li, mac) = (n.link, n.mac);

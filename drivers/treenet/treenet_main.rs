@@ -340,6 +340,8 @@ knob!(
     0,
     65535
 );
+// Fault injection: 1, this node sends no acks (a hostile CN's kernel).
+knob!(show_mute_acks, store_mute_acks, mute_acks, 0, 1);
 knob!(
     show_reorder_ppm,
     store_reorder_ppm,
@@ -457,7 +459,7 @@ fn show_nothing(_c: &Ctx, _w: &mut SysfsWriter<'_>) -> Result {
     Ok(())
 }
 
-static ATTRS: [Attribute<Ctx>; 38] = [
+static ATTRS: [Attribute<Ctx>; 39] = [
     Attribute::ro(c"version", show_version),
     Attribute::rw(c"node_id", show_node_id, store_node_id),
     Attribute::rw(c"role", show_role, store_role),
@@ -491,6 +493,7 @@ static ATTRS: [Attribute<Ctx>; 38] = [
     Attribute::rw(c"deaf_ppm", show_deaf_ppm, store_deaf_ppm),
     Attribute::rw(c"softirq_rx", show_softirq_rx, store_softirq_rx),
     Attribute::rw(c"forge_origin", show_forge_origin, store_forge_origin),
+    Attribute::rw(c"mute_acks", show_mute_acks, store_mute_acks),
     Attribute::rw(c"selftest", show_selftest, store_selftest),
     Attribute::ro(c"selftest_events", show_selftest_events),
     Attribute::ro(c"max_window", show_max_window),

@@ -11,7 +11,7 @@ bad rto_min_ms 0; bad rto_max_ms 600001; bad peer_timeout_ms 1; bad ack_delay_us
 bad max_msg_size 67108865; bad grant_slots 0
 bad drop_ppm 1000001; bad dup_ppm abc; bad reorder_ppm -5; bad drop_burst 0; bad drop_burst 1001
 bad deaf_ppm 1000001; bad deaf_ppm x; bad piggyback_acks 2; bad piggyback_acks on
-bad softirq_rx 2; bad softirq_rx on
+bad softirq_rx 2; bad softirq_rx on; bad mute_acks 2; bad mute_acks on
 bad fast_checksum 2; bad fast_checksum on; bad busy_poll_us 100001; bad busy_poll_us -1
 bad tx_batch 257; bad tx_batch on; bad tx_batch -1
 bad role boss; bad node_id 65535
