@@ -142,6 +142,10 @@ struct Work {
     enqueued_ns: u64,
 }
 
+/// How often the receive thread tries again to send the answers that
+/// wait for room (ms).
+const BACKLOG_RETRY_MS: u64 = 5;
+
 /// Requests at least this long are read in place, from treenet's pages
 /// mapped contiguously ([`treenet::Message::into_mapped`]), instead of
 /// being copied into a buffer of their own: a 1 MiB write then costs the
@@ -259,6 +263,20 @@ pub(crate) struct ServerCore {
     driver: Atomic<usize>,
     /// Each CN's calls running and answered lately: a copy is not run.
     pub(crate) ledger: Arc<Ledgers>,
+    /// Answers of the receive path that found their CN's treenet queue
+    /// full, for the receive thread to send again (see
+    /// [`ServerCore::answer`]).  A leaf lock: nothing is taken under it.
+    #[pin]
+    backlog: Mutex<KVec<Backlogged>>,
+}
+
+/// An answer waiting for room in its CN's treenet queue.
+struct Backlogged {
+    dst: u16,
+    /// The call it ends in the ledger once sent or dropped (`None`: an
+    /// attach reply or an answer outside the ledger).
+    tag: Option<u32>,
+    bytes: KVVec<u8>,
 }
 
 /// Calls up to this many bytes (header included) may skip the receive
@@ -332,22 +350,164 @@ pub(crate) fn reply_header(hdr: &CallHeader, errno: i32, arg_len: usize) -> [u8;
 }
 
 impl ServerCore {
-    /// Answers a message with `errno` alone: whether treenet took it.
-    fn send_error(&self, dst: u16, hdr: &CallHeader, errno: i32) -> bool {
+    /// Sends an answer of the receive path (`zoid-rx` or treenet's
+    /// delivery context) to CN `dst` without waiting: the receive path
+    /// serves every CN, and must not stall behind one that takes no data.
+    /// If `dst`'s queue is full the answer waits in the backlog, which the
+    /// receive thread sends as room comes; a CN with `max_per_cn` answers
+    /// there already loses its oldest (`replies_dropped_backlog`), the one
+    /// its caller most likely gave up on.  `tag`, a call admitted to the
+    /// ledger, ends there once the answer is sent or dropped.
+    fn answer(&self, dst: u16, bytes: &[u8], tag: Option<u32>) {
+        match traffic::send(dst, bytes, false) {
+            Ok(()) => self.answered(dst, tag, true),
+            Err(e) if e == EAGAIN => self.defer(dst, bytes, tag),
+            Err(_) => {
+                self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+                self.answered(dst, tag, false);
+            }
+        }
+    }
+
+    /// Ends call `tag` of `dst` in the ledger: a copy the CN sends again
+    /// runs again unless the answer was `sent`.
+    fn answered(&self, dst: u16, tag: Option<u32>, sent: bool) {
+        if let Some(tag) = tag {
+            self.ledger.finish(dst, tag, sent);
+        }
+    }
+
+    /// Keeps an answer that found `dst`'s queue full for the receive
+    /// thread ([`ServerCore::answer`]).
+    fn defer(&self, dst: u16, bytes: &[u8], tag: Option<u32>) {
+        let cap = self.knobs.max_per_cn.load(Relaxed).max(1) as usize;
+        let mut copy = KVVec::new();
+        if copy.extend_from_slice(bytes, GFP_KERNEL).is_err() {
+            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+            self.drop_answer(dst, tag);
+            return;
+        }
+        let (pushed, oldest) = {
+            let mut b = self.backlog.lock();
+            let oldest = if b.iter().filter(|a| a.dst == dst).count() >= cap {
+                b.iter()
+                    .position(|a| a.dst == dst)
+                    .and_then(|i| b.remove(i).ok())
+            } else {
+                None
+            };
+            let a = Backlogged {
+                dst,
+                tag,
+                bytes: copy,
+            };
+            (b.push(a, GFP_KERNEL).is_ok(), oldest)
+        };
+        if let Some(old) = oldest {
+            self.drop_answer(old.dst, old.tag);
+        }
+        if pushed {
+            self.stats.c.replies_deferred.fetch_add(1, Relaxed);
+            self.rx_kicker.kick();
+        } else {
+            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+            self.drop_answer(dst, tag);
+        }
+    }
+
+    /// An answer of the receive path given up: counted, and its call
+    /// ended in the ledger as not delivered (a copy runs again).
+    fn drop_answer(&self, dst: u16, tag: Option<u32>) {
+        self.stats.c.replies_dropped_backlog.fetch_add(1, Relaxed);
+        self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+        self.answered(dst, tag, false);
+    }
+
+    /// Sends what the backlog holds, as room allows (receive thread):
+    /// whether answers are left waiting.
+    fn flush_backlog(&self) -> bool {
+        let waiting = core::mem::take(&mut *self.backlog.lock());
+        if waiting.is_empty() {
+            return false;
+        }
+        let mut left = KVec::new();
+        let mut full: KVec<u16> = KVec::new();
+        for a in waiting {
+            // Answers to one CN keep their order.
+            let r = if full.contains(&a.dst) {
+                Err(EAGAIN)
+            } else {
+                traffic::send(a.dst, &a.bytes, false)
+            };
+            match r {
+                Ok(()) => self.answered(a.dst, a.tag, true),
+                Err(e) if e == EAGAIN => {
+                    if !full.contains(&a.dst) && full.push(a.dst, GFP_KERNEL).is_err() {
+                        self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+                    }
+                    let (dst, tag) = (a.dst, a.tag);
+                    if left.push(a, GFP_KERNEL).is_err() {
+                        self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+                        self.drop_answer(dst, tag);
+                    }
+                }
+                Err(_) => {
+                    self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+                    self.answered(a.dst, a.tag, false);
+                }
+            }
+        }
+        if left.is_empty() {
+            return false;
+        }
+        let mut b = self.backlog.lock();
+        // Answers deferred meanwhile go after the older ones.
+        for a in core::mem::take(&mut *b) {
+            let (dst, tag) = (a.dst, a.tag);
+            if left.push(a, GFP_KERNEL).is_err() {
+                self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+                self.drop_answer(dst, tag);
+            }
+        }
+        *b = left;
+        true
+    }
+
+    /// Drops the answers waiting for `node`, gone.
+    fn drop_backlog(&self, node: u16) {
+        let mut gone = KVec::new();
+        {
+            let mut b = self.backlog.lock();
+            let mut i = 0;
+            while i < b.len() {
+                if b[i].dst == node {
+                    if let Ok(a) = b.remove(i) {
+                        if gone.push(a, GFP_ATOMIC).is_err() {
+                            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+                        }
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        self.stats
+            .c
+            .reply_send_failed
+            .fetch_add(gone.len() as u64, Relaxed);
+    }
+
+    /// Answers a message with `errno` alone, from the receive path.
+    fn send_error(&self, dst: u16, hdr: &CallHeader, errno: i32, tag: Option<u32>) {
         let out = reply_header(hdr, errno, 0);
         self.stats.c.errors_sent.fetch_add(1, Relaxed);
-        let sent = traffic::send(dst, &out, true).is_ok();
-        if !sent {
-            self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
-        }
-        sent
+        self.answer(dst, &out, tag);
     }
 
     /// Answers a call admitted to the ledger with `errno` alone: the call
     /// ends there.
     fn fail_call(&self, dst: u16, hdr: &CallHeader, errno: i32) {
-        let sent = self.send_error(dst, hdr, errno);
-        self.ledger.finish(dst, hdr.tag, sent);
+        self.send_error(dst, hdr, errno, Some(hdr.tag));
     }
 
     /// Takes a received message (treenet's delivery context, which
@@ -496,6 +656,7 @@ impl ServerCore {
             .calls_dropped
             .fetch_add(dropped.len() as u64, Relaxed);
         drop(dropped);
+        self.drop_backlog(node);
         // Replies may have been lost with the session: copies run.
         self.ledger.forget(node);
         self.plugins.node_gone(node);
@@ -549,13 +710,13 @@ impl ServerCore {
     fn attach(&self, src: u16, hdr: &CallHeader, msg: &treenet::Message) {
         if !treenet::is_below(src) {
             self.stats.c.refused_foreign.fetch_add(1, Relaxed);
-            self.send_error(src, hdr, pos(EACCES));
+            self.send_error(src, hdr, pos(EACCES), None);
             return;
         }
         let mut buf = [0u8; ATTACH_REQUEST_LEN];
         if msg.read_at(CALL_HEADER_LEN, &mut buf).is_err() || AttachRequest::decode(&buf).is_err() {
             self.stats.c.malformed.fetch_add(1, Relaxed);
-            self.send_error(src, hdr, pos(EPROTO));
+            self.send_error(src, hdr, pos(EPROTO), None);
             return;
         }
         let k = &self.knobs;
@@ -579,9 +740,7 @@ impl ServerCore {
         out[..CALL_HEADER_LEN].copy_from_slice(&hb);
         out[CALL_HEADER_LEN..].copy_from_slice(&reply.encode());
         self.stats.c.attaches.fetch_add(1, Relaxed);
-        if traffic::send(src, &out, true).is_err() {
-            self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
-        }
+        self.answer(src, &out, None);
     }
 
     fn call(&self, src: u16, hdr: &CallHeader, msg: treenet::Message) {
@@ -594,7 +753,7 @@ impl ServerCore {
         );
         if !treenet::is_below(src) {
             self.stats.c.refused_foreign.fetch_add(1, Relaxed);
-            self.send_error(src, hdr, pos(EACCES));
+            self.send_error(src, hdr, pos(EACCES), None);
             return;
         }
         // A copy the CN sent again (hard mode, after its timeout): the
@@ -655,7 +814,15 @@ impl ServerCore {
             self.stats.c.calls_inline.fetch_add(1, Relaxed);
             let mut reply = KVVec::new();
             if reply.resize(inline + 64, 0, GFP_KERNEL).is_ok() {
-                run_call(self, &mut reply, &plugin, &caller, hdr, &buf[args_at..]);
+                run_call(
+                    self,
+                    &mut reply,
+                    &plugin,
+                    &caller,
+                    hdr,
+                    &buf[args_at..],
+                    Sender::ReceivePath,
+                );
                 return;
             }
         }
@@ -763,6 +930,16 @@ impl Queue {
     }
 }
 
+/// Who sends a call's reply, and so how.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sender {
+    /// A worker: waits for room in the CN's queue (its own CN's call).
+    Worker,
+    /// The receive path (an inline call): never waits, see
+    /// [`ServerCore::answer`].
+    ReceivePath,
+}
+
 /// Runs one call and sends its reply; `reply` is the worker's buffer.
 ///
 /// A reply that needs at least [`MAP_BYTES`] more than the buffer holds (a
@@ -776,6 +953,7 @@ fn run_call(
     caller: &Caller,
     hdr: &CallHeader,
     args: &[u8],
+    sender: Sender,
 ) {
     let start = now_ns();
     let max_reply = core.knobs.max_reply.load(Relaxed) as usize;
@@ -836,7 +1014,15 @@ fn run_call(
         _ => {
             let head = reply_header(hdr, errno, len);
             reply[..CALL_HEADER_LEN].copy_from_slice(&head);
-            send_reply(&core.stats, caller.node, &reply[..CALL_HEADER_LEN + len])
+            let out = &reply[..CALL_HEADER_LEN + len];
+            if sender == Sender::ReceivePath {
+                core.stats.c.bytes_sent.fetch_add(out.len() as u64, Relaxed);
+                core.stats.c.msgs_sent.fetch_add(1, Relaxed);
+                // It ends the call in the ledger.
+                core.answer(caller.node, out, Some(hdr.tag));
+                return;
+            }
+            send_reply(&core.stats, caller.node, out)
         }
     };
     core.ledger.finish(caller.node, hdr.tag, sent.is_ok());
@@ -939,9 +1125,16 @@ impl ThreadBody for Receiver {
 
     fn run(&self, ctx: &ThreadCtx<'_>) {
         while !ctx.should_stop() {
+            // Answers that waited for room go first; while some still
+            // wait, look again every few ms.
+            let waiting = self.core.flush_backlog();
             let batch = core::mem::take(&mut *self.core.inbox.lock());
             if batch.is_empty() {
-                ctx.wait(usize::MAX);
+                ctx.wait(if waiting {
+                    ms_to_jiffies(BACKLOG_RETRY_MS)
+                } else {
+                    usize::MAX
+                });
                 continue;
             }
             for item in batch {
@@ -1128,6 +1321,7 @@ impl ThreadBody for Worker {
                         &work.caller,
                         &hdr,
                         &work.msg[work.args_at..],
+                        Sender::Worker,
                     );
                 } else {
                     self.core.stats.c.dropped_nomem.fetch_add(1, Relaxed);
@@ -1170,6 +1364,7 @@ impl Server {
                 queue_wait: Histogram::new(),
                 inbox <- kernel::new_mutex!(KVec::new(), "zoid::inbox"),
                 inbox_pending: Atomic::new(0),
+                backlog <- kernel::new_mutex!(KVec::new(), "zoid::backlog"),
                 rx_kicker,
                 queue <- kernel::new_mutex!(Queue {
                     sched,

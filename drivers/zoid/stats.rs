@@ -37,6 +37,8 @@ counters! {
         deferred_cancelled: "ION: deferred calls a plug-in dropped (answered ECANCELED).",
         errors_sent: "ION: error replies sent.",
         reply_send_failed: "ION: replies treenet could not send.",
+        replies_deferred: "ION: answers of the receive path (errors, attach replies, inline calls) that found their CN's treenet queue full and waited for the receive thread to send them.",
+        replies_dropped_backlog: "ION: such answers dropped: the oldest of a CN's once it had max_per_cn of them waiting (a CN that takes no data), or for want of memory.",
         dropped_nomem: "Messages dropped for lack of memory.",
         requests_mapped: "ION: requests read in place (treenet's pages mapped, not copied).",
         requests_map_failed: "ION: large requests copied because their pages could not be mapped.",

@@ -14,6 +14,13 @@
 # * Load: with 2 CNs, CN 1 floods the ION with calls (sleeping ones that
 #   hold every worker it may take, and 64 KiB echoes) while CN 2's null calls keep
 #   within twice their idle round trip.
+# * Answers held back: CN 1's kernel acknowledges nothing (treenet's
+#   mute_acks) while it sends 20000 small messages the ION's receive
+#   handler answers (the self-test's verdicts) and a zoid call a second:
+#   the ION's queue to CN 1 stops at twice its bound
+#   (handler_sends_refused), zoid's receive path answers it later
+#   instead of waiting (replies_deferred), CN 2's calls go on meanwhile,
+#   and once CN 1 acks again it is served.
 . /zoid/tests/treenet-lib.sh
 unset -f stat
 Z=/sys/kernel/zoid
@@ -155,4 +162,67 @@ if [ "${ZOID_CNS:-1}" -ge 2 ]; then
   fi
   [ "$ZOID_NODE" != cn1 ] || wait
   barrier 1108
+fi
+if [ "$ZOID_ROLE" = ion ]; then
+  refused0=$(tstat handler_sends_refused)
+  deferred0=$(counter $Z/stats replies_deferred)
+fi
+barrier 1109
+# CN 1 is muted for MUTED seconds (its ION can tell it nothing meanwhile,
+# not even a barrier's release): the ION and CN 2 check what they check
+# within that time.
+MUTED=90
+if [ "$ZOID_NODE" = cn1 ]; then
+  echo 1 > $T/mute_acks
+  echo "send 0 64 20000" > $T/selftest 2>/dev/null & sender=$!
+  # A call a second, each waiting for its answer (up to 30 s).
+  ( end=$(( $(cut -d. -f1 /proc/uptime) + MUTED - 5 ))
+    while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do $ZC null 1 > /dev/null 2>&1 & sleep 1; done ) &
+  sleep $MUTED
+  echo 0 > $T/mute_acks
+  kill $sender 2>/dev/null
+  wait
+  out=$(timeout 60 $ZC null 10 2>&1) || {
+    diag; nonzero "zoid stats" $Z/stats; fail "CN 1's calls once it acks again: $out"
+  }
+fi
+if [ "$ZOID_ROLE" = ion ]; then
+  # queued <node>: the bytes queued for a neighbour (treenet's peers).
+  queued() { awk -v n="$1" '$1 == n { print $8 }' $T/peers; }
+  max=$(cat $T/max_msg_size)
+  limit=$(( 2 * (2 * max + 2 * 1048576) + 65536 ))
+  end=$(( $(cut -d. -f1 /proc/uptime) + MUTED - 10 ))
+  until [ "$(tstat handler_sends_refused)" -gt "$refused0" ] &&
+        [ "$(counter $Z/stats replies_deferred)" -gt "$deferred0" ]; do
+    q=$(queued 1)
+    [ "${q:-0}" -le $limit ] || fail "the queue to CN 1 holds $q bytes, over $limit"
+    [ "$(cut -d. -f1 /proc/uptime)" -lt $end ] || {
+      diag; fail "no refused handler send or deferred answer: refused $(tstat handler_sends_refused), deferred $(counter $Z/stats replies_deferred), queued $q"
+    }
+    sleep 1
+  done
+  q=$(queued 1)
+  [ "${q:-0}" -le $limit ] || fail "the queue to CN 1 holds $q bytes, over $limit"
+  echo "CN 1 muted: queue $q bytes (limit $limit), handler sends refused $(( $(tstat handler_sends_refused) - refused0 )), answers deferred $(( $(counter $Z/stats replies_deferred) - deferred0 ))"
+fi
+# The receive path does not stall behind CN 1: CN 2's large calls (which
+# go through zoid-rx) and null calls are answered all along.
+if [ "$ZOID_NODE" = cn2 ]; then
+  end=$(( $(cut -d. -f1 /proc/uptime) + MUTED - 25 ))
+  n=0
+  while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
+    timeout 20 $ZC echo 65536 5 > /dev/null || fail "cn2's 64 KiB calls while CN 1 was muted"
+    timeout 20 $ZC null 10 > /dev/null || fail "cn2's null calls while CN 1 was muted"
+    n=$((n + 1)); sleep 1
+  done
+  echo "cn2: $n rounds of calls answered while CN 1 was muted"
+fi
+barrier 1110
+if [ "$ZOID_ROLE" = ion ]; then
+  nonzero "zoid stats" $Z/stats
+  end=$(( $(cut -d. -f1 /proc/uptime) + 60 ))
+  until [ "$(queued 1)" = 0 ]; do
+    [ "$(cut -d. -f1 /proc/uptime)" -lt $end ] || fail "the queue to CN 1 holds $(queued 1) bytes once it acks"
+    sleep 1
+  done
 fi
