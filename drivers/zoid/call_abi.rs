@@ -18,7 +18,7 @@ use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// The ABI this file speaks (`ZOID_CLIENT_ABI`).
-const ZOID_CLIENT_ABI: u32 = 4;
+const ZOID_CLIENT_ABI: u32 = 5;
 
 extern "C" {
     fn zoid_client_abi() -> u32;

@@ -40,6 +40,20 @@ use kernel::uaccess::UserPtr;
 /// How long an attach request waits for its answer before another is sent.
 const ATTACH_RETRY_NS: u64 = 1_000_000_000;
 
+/// The last attach's number, over every client this module made: an
+/// attach's epoch names it alone while zoid is loaded (0 names none).
+static ATTACHES: Atomic<u32> = Atomic::new(0);
+
+/// A number for a new attach, never 0.
+fn next_epoch() -> u32 {
+    loop {
+        let e = ATTACHES.fetch_add(1, Relaxed).wrapping_add(1);
+        if e != 0 {
+            return e;
+        }
+    }
+}
+
 /// How often a soft call tries treenet again while its queue to the ION
 /// is full (ms).
 const QUEUE_FULL_POLL_MS: u32 = 10;
@@ -100,7 +114,8 @@ struct ClientState {
     /// is taken.
     attach_to: Option<u16>,
     limits: Option<AttachReply>,
-    /// Incremented at every successful attach (hard-mode resends).
+    /// The current attach's number ([`next_epoch`]): a new one at every
+    /// successful attach (hard-mode resends, zoidfs's relaxed grants).
     epoch: u32,
     attaching: bool,
     /// When the last attach request went out (ns): unanswered, it is sent
@@ -384,7 +399,7 @@ impl Client {
                     if let Ok(r) = AttachReply::decode(&buf) {
                         g.ion = Some(src);
                         g.limits = Some(r);
-                        g.epoch = g.epoch.wrapping_add(1);
+                        g.epoch = next_epoch();
                     }
                 } else if hdr.errno != 0 {
                     pr_warn!("ION {src} refused attach: errno {}\n", hdr.errno);
@@ -470,6 +485,17 @@ impl Client {
         }
         drop(g);
         self.attached.notify_all();
+    }
+
+    /// The current attach's epoch, or 0 while not attached (the ION was
+    /// lost): what the ION granted in one attach is void in any other.
+    pub(crate) fn session(&self) -> u32 {
+        let g = self.state.lock();
+        if g.ion.is_some() && g.limits.is_some() {
+            g.epoch
+        } else {
+            0
+        }
     }
 
     /// Attaches now if not attached.

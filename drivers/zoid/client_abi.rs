@@ -13,7 +13,7 @@ use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
 /// `ZOID_CLIENT_ABI`.
-const ZOID_CLIENT_ABI: u32 = 4;
+const ZOID_CLIENT_ABI: u32 = 5;
 
 /// `zoid_client_abi()`.
 #[no_mangle]
@@ -45,6 +45,13 @@ pub(crate) unsafe extern "C" fn zoid_client_ion(
         }
         Err(e) => e.to_errno(),
     }
+}
+
+/// `zoid_client_session()`: the current attach to the ION, or 0 while
+/// there is none (or zoid is not up).
+#[no_mangle]
+pub(crate) extern "C" fn zoid_client_session() -> u32 {
+    devzoid::client().map_or(0, |c| c.session())
 }
 
 /// `zoid_client_set_upcall()`: sets or (with a null `handler`) removes

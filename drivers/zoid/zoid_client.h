@@ -26,7 +26,7 @@
 
 #include <linux/types.h>
 
-#define ZOID_CLIENT_ABI 4
+#define ZOID_CLIENT_ABI 5
 
 /* How a call waits for an ION that does not answer. */
 enum zoid_call_mode {
@@ -51,6 +51,15 @@ u32 zoid_client_abi(void);
  * receive the ION's message limits (bytes, headers included).
  */
 int zoid_client_ion(u32 *max_request, u32 *max_reply);
+
+/*
+ * The CN's current attach to its ION: a number that names it alone while
+ * zoid is loaded, or 0 while the CN is not attached (the ION was lost).
+ * What the ION granted under one attach (zoidfs's relaxed grants) is void
+ * under any other: the ION forgot it when it lost this CN.  Does not
+ * attach (it may sleep on the client's lock).
+ */
+u32 zoid_client_session(void);
 
 /*
  * Upcalls: messages a plug-in's ION side sends its CN side (zoidfs's

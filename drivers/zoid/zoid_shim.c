@@ -30,6 +30,7 @@ EXPORT_SYMBOL_GPL(zoid_deferred_reply);
 #include "zoid_client.h"
 EXPORT_SYMBOL_GPL(zoid_client_abi);
 EXPORT_SYMBOL_GPL(zoid_client_ion);
+EXPORT_SYMBOL_GPL(zoid_client_session);
 EXPORT_SYMBOL_GPL(zoid_client_set_upcall);
 EXPORT_SYMBOL_GPL(zoid_call);
 EXPORT_SYMBOL_GPL(zoid_call_start);
