@@ -177,7 +177,7 @@ def arch_checks(arch, flavor="debug"):
     adds = []
     tools = [f"zoid/{t}" for t in
              ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr",
-              "zattack", "zoid-job-run", "posixcheck")]
+              "zattack", "zoid-job-run", "posixcheck", "zhold")]
     for path in tools + ["ssi/ssimap", "treenet/tnflood"]:
         tool = os.path.basename(path)
         ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,

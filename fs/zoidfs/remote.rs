@@ -1157,6 +1157,23 @@ pub(crate) extern "C" fn zoidfs_rs_count_unstable(lost: bool) {
     c.fetch_add(1, Relaxed);
 }
 
+/// `zoidfs_rs_count_grant_void()`: a relaxed grant was found void and
+/// dropped; `dirty`: with data cached under it.
+#[no_mangle]
+pub(crate) extern "C" fn zoidfs_rs_count_grant_void(dirty: bool) {
+    STATS.grants_void.fetch_add(1, Relaxed);
+    if dirty {
+        STATS.void_data_dropped.fetch_add(1, Relaxed);
+    }
+}
+
+/// `zoidfs_rs_count_void_data()`: a write-back dropped data cached under
+/// a void grant.
+#[no_mangle]
+pub(crate) extern "C" fn zoidfs_rs_count_void_data() {
+    STATS.void_data_dropped.fetch_add(1, Relaxed);
+}
+
 /// `zoidfs_rs_count_run_mapping()`: a call's folios were mapped together.
 #[no_mangle]
 pub(crate) extern "C" fn zoidfs_rs_count_run_mapping() {

@@ -36,6 +36,8 @@ counters! {
         removexattr: "removexattr calls.",
         grants: "Opens granted caching (consistency=relaxed: the file's only CN).",
         recalls: "Recalls received (another CN opened a file this CN cached).",
+        grants_void: "Grants found void and dropped: given under an earlier attach to the ION, which forgot them when it lost this CN (or was lost).",
+        void_data_dropped: "Data cached under a void grant dropped, not written back over what other CNs wrote since: fsync and close report EIO.",
         bad_upcalls: "Upcalls from the ION that did not decode.",
         ssi_inserts: "consistency=ssi: page or size objects that arrived on this CN.",
         ssi_invalidations: "consistency=ssi: objects that left (their pages written back and dropped).",

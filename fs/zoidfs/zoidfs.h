@@ -193,6 +193,12 @@ void zoidfs_rs_ssi_count(int event);
 void zoidfs_rs_count_forced_umount(void);
 /* Counts unsynced writes an ION reboot lost: sent again, or (lost) not. */
 void zoidfs_rs_count_unstable(bool lost);
+/*
+ * consistency=relaxed: counts a grant found void and dropped (dirty: with
+ * data cached under it, dropped too), and data a write-back dropped.
+ */
+void zoidfs_rs_count_grant_void(bool dirty);
+void zoidfs_rs_count_void_data(void);
 /* Counts a read or write call whose folios were mapped together (vmap). */
 void zoidfs_rs_count_run_mapping(void);
 /* Counts a stale handle looked up again by its name: made good (ok), or not. */

@@ -177,6 +177,8 @@ struct zoidfs_inode {
 	struct mutex open_lock;
 	unsigned int opens;
 	u32 grant;
+	/* The attach to the ION the grant was given under (zoid_client_session()). */
+	u32 grant_session;
 	/*
 	 * consistency=ssi: on zoidfs_sb.ssi_inodes (under ssi_lock), the key
 	 * of its objects, ZOIDFS_SSI_STALE, and the truncations seen.
@@ -234,6 +236,18 @@ static bool zoidfs_has_dirty(struct inode *inode)
 {
 	return mapping_tagged(inode->i_mapping, PAGECACHE_TAG_DIRTY) ||
 		mapping_tagged(inode->i_mapping, PAGECACHE_TAG_WRITEBACK);
+}
+
+/*
+ * A grant lives as long as the CN's attach to the ION that gave it: an ION
+ * that lost this CN (or that this CN lost, which makes the ION lose it
+ * too: treenet renews the session) forgot the grant, and may have let
+ * another CN write the file since.
+ */
+static bool zoidfs_grant_void(struct inode *inode)
+{
+	return READ_ONCE(ZI(inode)->grant) &&
+		READ_ONCE(ZI(inode)->grant_session) != zoid_client_session();
 }
 
 /*
@@ -2004,6 +2018,30 @@ static void zoidfs_wb_flush(struct zoidfs_wb *wb)
 		zoidfs_wb_finish_one(wb);
 }
 
+/*
+ * consistency=relaxed: pages dirtied under a grant the ION forgot
+ * (zoidfs_grant_void()) are never sent: they end their write-back
+ * unwritten and the mapping reports EIO, as after a failed write.
+ */
+static int zoidfs_writepages_void(struct address_space *mapping, struct writeback_control *wbc)
+{
+	struct folio *folio = NULL;
+	bool dropped = false;
+	int error = 0;
+
+	while ((folio = writeback_iter(mapping, wbc, folio, &error))) {
+		folio_start_writeback(folio);
+		folio_unlock(folio);
+		folio_end_writeback(folio);
+		dropped = true;
+	}
+	if (!dropped)
+		return error;
+	mapping_set_error(mapping, -EIO);
+	zoidfs_rs_count_void_data();
+	return -EIO;
+}
+
 static int zoidfs_writepages(struct address_space *mapping, struct writeback_control *wbc)
 {
 	struct inode *inode = mapping->host;
@@ -2014,6 +2052,9 @@ static int zoidfs_writepages(struct address_space *mapping, struct writeback_con
 	unsigned int depth = sbi->inflight;
 	u64 written = 0;
 	int error = 0;
+
+	if (sbi->relaxed && zoidfs_grant_void(inode))
+		return zoidfs_writepages_void(mapping, wbc);
 
 	wb.cap = sbi->wsize;
 	wb.max = wb.cap / PAGE_SIZE;
@@ -2192,10 +2233,44 @@ static void zoidfs_relaxed_writeback(struct inode *inode)
 }
 
 /* Grants change under inode_lock (see zoidfs_relaxed_write_iter). */
-static void zoidfs_set_grant(struct inode *inode, u32 grant)
+static void zoidfs_set_grant(struct inode *inode, u32 grant, u32 session)
 {
 	inode_lock(inode);
+	WRITE_ONCE(ZI(inode)->grant_session, session);
 	WRITE_ONCE(ZI(inode)->grant, grant);
+	inode_unlock(inode);
+}
+
+/*
+ * What this CN cached under a void grant is dropped, never written back
+ * over what other CNs wrote since: fsync and close report EIO for data
+ * that was dirty, and the attributes are fetched again.  Called with
+ * inode_lock held.
+ */
+static void zoidfs_grant_drop_void_locked(struct inode *inode)
+{
+	bool dirty;
+
+	if (!zoidfs_grant_void(inode))
+		return;
+	WRITE_ONCE(ZI(inode)->grant, 0);
+	dirty = zoidfs_has_dirty(inode);
+	if (dirty)
+		mapping_set_error(inode->i_mapping, -EIO);
+	truncate_inode_pages(inode->i_mapping, 0);
+	zoidfs_attr_stale(inode);
+	zoidfs_rs_count_grant_void(dirty);
+	pr_warn_ratelimited("zoidfs: inode %llu: the ION forgot this CN's grant%s\n",
+			    (unsigned long long)inode->i_ino,
+			    dirty ? "; the data cached under it is lost (EIO)" : "");
+}
+
+static void zoidfs_grant_drop_void(struct inode *inode)
+{
+	if (!zoidfs_grant_void(inode))
+		return;
+	inode_lock(inode);
+	zoidfs_grant_drop_void_locked(inode);
 	inode_unlock(inode);
 }
 
@@ -2203,16 +2278,21 @@ static void zoidfs_set_grant(struct inode *inode, u32 grant)
 static int zoidfs_relaxed_open(struct inode *inode, struct file *file)
 {
 	struct zoidfs_inode *zi = ZI(inode);
-	u32 grant = 0;
+	u32 grant = 0, session;
 	int err;
 
 	err = zoidfs_open(inode, file);
 	if (err)
 		return err;
 	mutex_lock(&zi->open_lock);
+	zoidfs_grant_drop_void(inode);
 	if (!zi->opens) {
+		/* (0: not attached yet; the open attaches.) */
+		session = zoid_client_session();
 		err = zoidfs_stale_retry(inode, zoidfs_rs_open(zconn(inode), &zi->fh, inode->i_ino,
 							       &grant));
+		if (!session)
+			session = zoid_client_session();
 		if (!err && grant) {
 			/* Ours alone from now on: start from the ION's data. */
 			err = zoidfs_revalidate(inode, true);
@@ -2223,7 +2303,8 @@ static int zoidfs_relaxed_open(struct inode *inode, struct file *file)
 		}
 		if (err)
 			goto out;
-		zoidfs_set_grant(inode, grant);
+		/* Granted under another attach than the one now: void at once. */
+		zoidfs_set_grant(inode, grant, session);
 	}
 	zi->opens++;
 out:
@@ -2238,9 +2319,10 @@ static int zoidfs_relaxed_release(struct inode *inode, struct file *file)
 
 	mutex_lock(&zi->open_lock);
 	if (!WARN_ON_ONCE(!zi->opens) && !--zi->opens) {
+		zoidfs_grant_drop_void(inode);
 		if (zi->grant) {
 			zoidfs_relaxed_writeback(inode);
-			zoidfs_set_grant(inode, 0);
+			zoidfs_set_grant(inode, 0, 0);
 		}
 		/* Failure (an ION gone) leaves the ION to forget us. */
 		zoidfs_rs_close(zconn(inode), &zi->fh);
@@ -2255,8 +2337,9 @@ static void zoidfs_relaxed_recall(struct inode *inode, u32 grant)
 	struct zoidfs_inode *zi = ZI(inode);
 
 	mutex_lock(&zi->open_lock);
+	zoidfs_grant_drop_void(inode);
 	if (zi->grant && zi->grant == grant) {
-		zoidfs_set_grant(inode, 0);
+		zoidfs_set_grant(inode, 0, 0);
 		zoidfs_relaxed_writeback(inode);
 		invalidate_inode_pages2(inode->i_mapping);
 	}
@@ -2343,13 +2426,21 @@ static void zoidfs_upcall(u16 function, const void *body, size_t len)
  */
 static int zoidfs_relaxed_flush(struct file *file, fl_owner_t id)
 {
+	zoidfs_grant_drop_void(file_inode(file));
 	if (READ_ONCE(ZI(file_inode(file))->grant) && file_count(file) > 1)
 		return 0;
 	return zoidfs_cached_flush(file, id);
 }
 
+static int zoidfs_relaxed_fsync(struct file *file, loff_t start, loff_t end, int datasync)
+{
+	zoidfs_grant_drop_void(file_inode(file));
+	return zoidfs_cached_fsync(file, start, end, datasync);
+}
+
 static ssize_t zoidfs_relaxed_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
+	zoidfs_grant_drop_void(file_inode(iocb->ki_filp));
 	if (READ_ONCE(ZI(file_inode(iocb->ki_filp))->grant))
 		return zoidfs_cached_read_iter(iocb, to);
 	return zoidfs_read_iter(iocb, to);
@@ -2364,9 +2455,12 @@ static ssize_t zoidfs_relaxed_write_iter(struct kiocb *iocb, struct iov_iter *fr
 	struct inode *inode = file_inode(iocb->ki_filp);
 	ssize_t n;
 
-	if (iocb->ki_flags & IOCB_DIRECT)
+	if (iocb->ki_flags & IOCB_DIRECT) {
+		zoidfs_grant_drop_void(inode);
 		return zoidfs_cached_write_iter(iocb, from);
+	}
 	inode_lock(inode);
+	zoidfs_grant_drop_void_locked(inode);
 	if (!ZI(inode)->grant) {
 		inode_unlock(inode);
 		return zoidfs_write_iter(iocb, from);
@@ -2393,7 +2487,7 @@ static const struct file_operations zoidfs_relaxed_fops = {
 	.read_iter = zoidfs_relaxed_read_iter,
 	.write_iter = zoidfs_relaxed_write_iter,
 	.mmap = zoidfs_cached_mmap,
-	.fsync = zoidfs_cached_fsync,
+	.fsync = zoidfs_relaxed_fsync,
 	.splice_read = copy_splice_read,
 	.splice_write = iter_file_splice_write,
 };

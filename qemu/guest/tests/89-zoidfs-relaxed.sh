@@ -3,8 +3,11 @@
 # second CN opens it, the ION recalls the first CN's grant, the dirty data
 # reaches the ION before the second open returns, and from then on both
 # CNs read and write through the ION (each sees the other's writes at
-# once).  Bad option combinations are refused.  With one CN only the
-# single-opener part runs.
+# once).  Bad option combinations are refused.  A grant lives as long as
+# the CN's attach: after a partition in which the ION forgot the CN, what
+# the CN cached under its old grant is dropped with EIO, never written
+# over what was written since.  With one CN only the single-opener and
+# partition parts run.
 . /zoid/tests/treenet-lib.sh
 unset -f stat
 Z=/sys/kernel/zoid
@@ -103,6 +106,46 @@ if $two && [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 2 ]; then
   cat $M/shared | md5sum > /tmp/zr-got
   [ "$(zst grants)" = $((g0 + 1)) ] || fail "no grant once alone again"
   cmp /tmp/zr-want /tmp/zr-got || fail "shared file after both closed"
+fi
+# A partition: CN 1 caches a write under its grant, then its links stay
+# down past peer_timeout_ms, so that the ION forgets it and its grants
+# while the file is written on the ION.  Once back, CN 1 must not write
+# its cached data over that: the grant is void, the data is dropped, and
+# the fsync and close of the descriptor that wrote report EIO.  (zhold
+# holds that descriptor: a shell's commands would inherit it, and the
+# first to exit would take the error.)
+barrier 971
+if [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 1 ]; then
+  g0=$(zst grants); w0=$(zst write)
+  v0=$(zst grants_void); d0=$(zst void_data_dropped)
+  rm -f /tmp/zr-go
+  /zoid/bin/zhold $M/lost /tmp/zr-a /tmp/zr-go > /tmp/zr-hold.out & holder=$!
+  wait_until 30 grep -q written /tmp/zr-hold.out || fail "zhold: $(cat /tmp/zr-hold.out)"
+  [ "$(zst grants)" = $((g0 + 1)) ] || fail "no grant for the file to lose"
+  [ "$(zst write)" = "$w0" ] || fail "granted writes went to the ION at once"
+  links=$(ls /sys/class/net | grep -v '^lo$')
+  for l in $links; do ip link set "$l" down; done
+  sleep $(( $(cat $T/peer_timeout_ms) / 1000 + 3 ))
+  for l in $links; do ip link set "$l" up; done
+fi
+barrier 972
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(zrel files_open)" = 0 ] || fail "the ION kept CN 1's open across the partition"
+  # What another CN would have written meanwhile.
+  echo "written since" > $X/lost
+fi
+barrier 973
+if [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 1 ]; then
+  touch /tmp/zr-go
+  wait $holder
+  grep -q "^fsync: .*(5)$" /tmp/zr-hold.out || fail "fsync after the ION forgot the grant: $(cat /tmp/zr-hold.out)"
+  [ "$(zst grants_void)" -gt "$v0" ] || fail "grants_void not counted"
+  [ "$(zst void_data_dropped)" -gt "$d0" ] || fail "void_data_dropped not counted"
+  [ "$(cat $M/lost)" = "written since" ] || fail "CN 1 reads '$(head -c 32 $M/lost)', not the ION's data"
+fi
+barrier 974
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(cat $X/lost)" = "written since" ] || fail "CN 1's void data reached the ION: $(head -c 32 $X/lost | od -c | head -2)"
 fi
 barrier 968
 if [ "$ZOID_ROLE" = cn ]; then
