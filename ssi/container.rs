@@ -146,6 +146,15 @@ impl NodeSet for CopySet {
     fn remove(&mut self, node: NodeId) {
         self.0.retain(|n| *n != node);
     }
+    fn contains(&self, node: NodeId) -> bool {
+        self.0.contains(&node)
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(NodeId)) {
+        self.0.iter().for_each(|&n| f(n));
+    }
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId)) {
         for &n in self.0.iter() {
             f(n);
@@ -217,7 +226,7 @@ counters! {
         send_failed: "Messages treenet refused (or that could not be built).",
         malformed: "Received messages with a bad header or contents length.",
         forged: "Received coherence messages (not requests) that named another node than their sender: dropped.",
-        unexpected: "Received messages the protocol never sends in that state.",
+        unexpected: "Received messages the protocol never sends in that state or from that sender (a forged InvAck, Invalidate, Copy or Ownership): dropped.",
         nomem_retries: "Events refused for lack of memory, given again later.",
         dropped_nomem: "Messages lost: no memory to queue them for ssi_rx.",
         timeouts: "Local accesses that gave up waiting.",
@@ -663,7 +672,13 @@ impl Containers {
         let me = NodeId::from(treenet::node_id()?);
         let home = NodeId::from(treenet::ion()?);
         Ok(Entry {
-            coh: Object::new(me, home, CopySet::default(), Waiting::default()),
+            coh: Object::new(
+                me,
+                home,
+                CopySet::default(),
+                CopySet::default(),
+                Waiting::default(),
+            ),
             contents: None,
             abandoned: false,
             asked: None,

@@ -20,6 +20,16 @@
 //!   reachable state the end (all scripts done, nothing in flight, the
 //!   counter equal to the number of writes) is still reachable.
 //!
+//! With a hostile node on, one more node (not in the scripts, never asked
+//! for anything) sends forged messages at any moment: `InvAck`,
+//! `Invalidate`, `Copy` and `Ownership`, in its own name, of any version,
+//! to any node.  Every one the receiver refuses must be `Unexpected` and
+//! change nothing, and the invariants above must hold for the honest nodes
+//! whatever it accepts.  A `Copy` to a node waiting for a read copy and an
+//! `Ownership` to a node waiting for ownership are left out: the receiver
+//! cannot tell who serves its request, so those are kept out by a set's
+//! member list (`ssi::members`), not by the state machine.
+//!
 //! With crashes on, one node (not the home) may die in any state where no
 //! other node holds an access; the survivors rebuild at once
 //! (`ssi::rebuild`: holdings counting the messages in flight to them, the
@@ -34,6 +44,9 @@ thread_local! {
     /// When non-zero, the state of a generator that makes storage fail
     /// one time in four.
     static FAILING: Cell<u64> = const { Cell::new(0) };
+    /// Forged messages the honest nodes refused, and accepted.
+    static FORGED_REFUSED: Cell<u64> = const { Cell::new(0) };
+    static FORGED_ACCEPTED: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Whether this allocation fails.
@@ -71,6 +84,15 @@ impl NodeSet for Set {
     }
     fn remove(&mut self, node: NodeId) {
         self.0.retain(|&n| n != node);
+    }
+    fn contains(&self, node: NodeId) -> bool {
+        self.0.contains(&node)
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(NodeId)) {
+        self.0.iter().for_each(|&n| f(n));
     }
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId)) {
         for n in self.0.drain(..) {
@@ -134,6 +156,8 @@ struct World {
     /// The object was lost in a crash (and started again from zero).
     lost: bool,
     home: NodeId,
+    /// The hostile node, if any: what is sent to it is dropped.
+    hostile: Option<NodeId>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -145,12 +169,29 @@ enum Step {
     Poll(usize),
     /// The node dies; the others rebuild.
     Crash(usize),
+    /// The hostile node sends a forged message straight to a node.
+    Forge(usize, MsgKind, u64),
 }
+
+/// The kinds the hostile node forges, and the versions it gives them.
+const FORGED_KINDS: [MsgKind; 4] = [
+    MsgKind::InvAck,
+    MsgKind::Invalidate,
+    MsgKind::Copy,
+    MsgKind::Ownership,
+];
+const FORGED_VERSIONS: [u64; 5] = [0, 1, 2, u64::MAX - 1, u64::MAX];
+
+/// The contents a forged `Copy` or `Ownership` carries (no write makes
+/// them).
+const FORGED_CONTENTS: u64 = 0xbad;
 
 struct Model {
     scripts: Vec<Vec<Access>>,
     /// Whether a node may crash (once per run).
     crashes: bool,
+    /// Whether a hostile node forges messages.
+    hostile: bool,
 }
 
 impl Model {
@@ -158,6 +199,7 @@ impl Model {
         Self {
             scripts,
             crashes: false,
+            hostile: false,
         }
     }
 
@@ -165,6 +207,15 @@ impl Model {
         Self {
             scripts,
             crashes: true,
+            hostile: false,
+        }
+    }
+
+    fn with_hostile_node(scripts: Vec<Vec<Access>>) -> Self {
+        Self {
+            scripts,
+            crashes: false,
+            hostile: true,
         }
     }
 
@@ -179,7 +230,7 @@ impl Model {
     fn initial(&self, home: NodeId) -> World {
         let nodes = (0..self.scripts.len() as NodeId)
             .map(|me| Node {
-                obj: Obj::new(me, home, Set::default(), Queue::default()),
+                obj: Obj::new(me, home, Set::default(), Set::default(), Queue::default()),
                 value: None,
                 pc: 0,
                 dead: false,
@@ -193,6 +244,7 @@ impl Model {
             writes_done: 0,
             lost: false,
             home,
+            hostile: self.hostile.then_some(self.scripts.len() as NodeId),
         }
     }
 
@@ -230,6 +282,23 @@ impl Model {
             // Identical messages are one choice.
             if i == 0 || w.net[i] != w.net[i - 1] {
                 v.push(Step::Deliver(i));
+            }
+        }
+        if self.hostile {
+            for (i, n) in w.nodes.iter().enumerate() {
+                for kind in FORGED_KINDS {
+                    // Indistinguishable from the real one: see the top.
+                    let waited = match kind {
+                        MsgKind::Copy => n.obj.state() == State::WaitRead,
+                        MsgKind::Ownership => n.obj.state() == State::WaitWrite,
+                        _ => false,
+                    };
+                    if !n.dead && !waited {
+                        for version in FORGED_VERSIONS {
+                            v.push(Step::Forge(i, kind, version));
+                        }
+                    }
+                }
             }
         }
         v
@@ -292,6 +361,27 @@ impl Model {
                 (i, None)
             }
             Step::Crash(x) => return self.crash(w, x),
+            Step::Forge(i, kind, version) => {
+                let msg = Msg {
+                    kind,
+                    node: w.hostile.ok_or("a forgery without a hostile node")?,
+                    version,
+                };
+                let before = w.nodes[i].obj.clone();
+                match w.nodes[i].obj.on_message(msg, &mut |a| actions.push(a)) {
+                    Ok(()) => FORGED_ACCEPTED.with(|c| c.set(c.get() + 1)),
+                    Err(Error::Unexpected | Error::NoMemory) => {
+                        if w.nodes[i].obj != before || !actions.is_empty() {
+                            return Err(format!("node {i}: refused {msg:?} changed the state"));
+                        }
+                        FORGED_REFUSED.with(|c| c.set(c.get() + 1));
+                        return Ok(());
+                    }
+                    Err(e) => return Err(format!("node {i}: forged {msg:?}: {e:?}")),
+                }
+                let carried = kind.carries_contents().then_some(FORGED_CONTENTS);
+                (i, carried)
+            }
         };
         perform(w, node, actions, carried)?;
         w.net.sort();
@@ -406,6 +496,10 @@ fn perform(
         for a in actions {
             match a {
                 Action::Send { to, msg } => {
+                    if w.hostile == Some(to) {
+                        // The hostile node does what it likes with it.
+                        continue;
+                    }
                     if to as usize == node || to as usize >= w.nodes.len() {
                         return Err(format!("node {node} sends {msg:?} to {to}"));
                     }
@@ -526,7 +620,9 @@ fn exhaustive(model: &Model, home: NodeId) -> usize {
     while next < worlds.len() {
         let w = worlds[next].clone();
         let steps = model.steps(&w);
-        if steps.is_empty() {
+        // The hostile node can always send more: an end is where the
+        // honest nodes have nothing left to do.
+        if steps.iter().all(|s| matches!(s, Step::Forge(..))) {
             assert!(model.is_end(&w), "stuck in {w:#?}");
             if model.crashes {
                 assert!(model.all_writes_kept(&w), "lost a write: {w:#?}");
@@ -649,7 +745,7 @@ fn run_random(
     loop {
         let mut s = m.steps(w);
         narrow(&mut s, rng);
-        if s.is_empty() {
+        if s.iter().all(|s| matches!(s, Step::Forge(..))) {
             break;
         }
         let step = s[rng.below(s.len())];
@@ -701,7 +797,7 @@ fn states_have_kerrighed_names_and_ownership() {
 
 #[test]
 fn misuse_and_foreign_messages_are_refused_without_effect() {
-    let mut o = Obj::new(1, 0, Set::default(), Queue::default());
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
     let mut acts = Vec::new();
     assert_eq!(o.release(&mut |a| acts.push(a)), Err(Error::NotHeld));
     let foreign = Msg {
@@ -783,7 +879,7 @@ mod arbitrary_input {
             home in 0u32..4,
             events in proptest::collection::vec(event(), 0..64),
         ) {
-            let mut o = Obj::new(1, home, Set::default(), Queue::default());
+            let mut o = Obj::new(1, home, Set::default(), Set::default(), Queue::default());
             for e in events {
                 let before = o.clone();
                 let mut acts = Vec::new();
@@ -936,4 +1032,177 @@ fn only_requests_name_another_node_than_their_sender() {
             "{kind:?} from node 3 in node 7's name"
         );
     }
+}
+
+/// The forged messages refused and accepted so far on this thread.
+fn forged_counts() -> (u64, u64) {
+    (
+        FORGED_REFUSED.with(Cell::get),
+        FORGED_ACCEPTED.with(Cell::get),
+    )
+}
+
+#[test]
+fn a_hostile_node_forging_in_every_order_breaks_nothing() {
+    for (scripts, home) in [
+        (vec![vec![W], vec![W], vec![R]], 0),
+        (vec![vec![W], vec![W], vec![R]], 2),
+        (vec![vec![R, W], vec![R, W], vec![]], 2),
+        (vec![vec![R, R], vec![R], vec![W, R, W]], 2),
+        (vec![vec![W, W], vec![W], vec![R, W], vec![W]], 3),
+    ] {
+        let m = Model::with_hostile_node(scripts);
+        let states = exhaustive(&m, home);
+        eprintln!("hostile node, home {home}: {states} states");
+    }
+    let (refused, accepted) = forged_counts();
+    eprintln!("hostile node, every order: {refused} forgeries refused, {accepted} accepted");
+    assert!(refused > 0 && accepted > 0);
+}
+
+#[test]
+fn a_hostile_node_in_random_schedules_of_eight_nodes_breaks_nothing() {
+    for seed in 1..=300u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let m = Model::with_hostile_node(random_scripts(&mut rng, 8, 6, 3));
+        let mut w = m.initial(rng.below(8) as NodeId);
+        if seed % 3 == 0 {
+            // Storage fails too.
+            FAILING.with(|f| f.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1));
+        }
+        run_random(&m, &mut w, &mut rng, seed, |s, rng| {
+            // One step in four a forgery, while honest steps remain.
+            if rng.below(4) != 0 && s.iter().any(|st| !matches!(st, Step::Forge(..))) {
+                s.retain(|st| !matches!(st, Step::Forge(..)));
+            }
+        });
+        assert_eq!(w.committed, m.writes(), "seed {seed}");
+    }
+    let (refused, accepted) = forged_counts();
+    eprintln!("hostile node, 300 random runs: {refused} forgeries refused, {accepted} accepted");
+}
+
+/// Runs `f` on `o`, collecting its actions.
+fn run(
+    o: &mut Obj,
+    f: impl FnOnce(&mut Obj, &mut dyn FnMut(Action)) -> Result<(), Error>,
+) -> (Result<(), Error>, Vec<Action>) {
+    let mut acts = Vec::new();
+    let r = f(o, &mut |a| acts.push(a));
+    (r, acts)
+}
+
+fn msg(kind: MsgKind, node: NodeId, version: u64) -> Msg {
+    Msg {
+        kind,
+        node,
+        version,
+    }
+}
+
+/// `msg` is refused as `Unexpected`, changing nothing.
+fn refused(o: &mut Obj, m: Msg) {
+    let before = o.clone();
+    let (r, acts) = run(o, |o, out| o.on_message(m, out));
+    assert_eq!(r, Err(Error::Unexpected), "{m:?}");
+    assert!(acts.is_empty(), "{m:?}: {acts:?}");
+    assert_eq!(*o, before, "{m:?}");
+}
+
+#[test]
+fn acknowledgements_count_once_and_only_from_invalidated_nodes() {
+    // Node 0 owns the object; 1 and 2 read it; 0 writes.
+    let mut o = Obj::new(0, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(R, out)).0.unwrap();
+    run(&mut o, |o, out| o.release(out)).0.unwrap();
+    for reader in [1, 2] {
+        let (r, _) = run(&mut o, |o, out| {
+            o.on_message(msg(MsgKind::ReadReq, reader, 0), out)
+        });
+        r.unwrap();
+    }
+    let (r, acts) = run(&mut o, |o, out| o.acquire(W, out));
+    r.unwrap();
+    assert_eq!(acts.len(), 2, "{acts:?}");
+    assert_eq!(o.state(), State::WaitAcks);
+    // From a node never invalidated: the write would go past 1's copy.
+    refused(&mut o, msg(MsgKind::InvAck, 3, 0));
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::InvAck, 1, 0), out)
+    });
+    assert_eq!((r, acts), (Ok(()), vec![]));
+    // Twice from the same node: 2's copy is still valid.
+    refused(&mut o, msg(MsgKind::InvAck, 1, 0));
+    assert_eq!(o.state(), State::WaitAcks);
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::InvAck, 2, 0), out)
+    });
+    assert_eq!((r, acts), (Ok(()), vec![Action::Granted(W)]));
+    refused(&mut o, msg(MsgKind::InvAck, 2, 0));
+}
+
+#[test]
+fn only_the_owner_a_copy_came_from_invalidates_it() {
+    // Node 1 reads from the home 0.
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(R, out)).0.unwrap();
+    // Invalidations while waiting mark their sender's copies stale only.
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Invalidate, 3, 9), out)
+    });
+    assert_eq!(r, Ok(()));
+    assert_eq!(
+        acts,
+        vec![Action::Send {
+            to: 3,
+            msg: msg(MsgKind::InvAck, 1, 0)
+        }]
+    );
+    assert!(o.copy_is_stale(3) && !o.copy_is_stale(0));
+    let (r, _) = run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 0, 4), out));
+    r.unwrap();
+    assert_eq!((o.state(), o.copy_from()), (State::ReadCopy, Some(0)));
+    run(&mut o, |o, out| o.release(out)).0.unwrap();
+    // A valid copy: only 0 may invalidate it.
+    refused(&mut o, msg(MsgKind::Invalidate, 2, 5));
+    refused(&mut o, msg(MsgKind::Copy, 2, 5));
+    refused(&mut o, msg(MsgKind::Ownership, 2, 5));
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Invalidate, 0, 5), out)
+    });
+    assert_eq!(r, Ok(()));
+    assert_eq!(acts[0], Action::DropContents);
+    assert_eq!(o.state(), State::InvCopy);
+    // Once, and never without a copy.
+    refused(&mut o, msg(MsgKind::Invalidate, 0, 5));
+    refused(&mut o, msg(MsgKind::InvAck, 0, 0));
+}
+
+#[test]
+fn a_dropped_copy_is_invalidated_by_its_owner_while_waiting_to_write() {
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(R, out)).0.unwrap();
+    run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 0, 1), out))
+        .0
+        .unwrap();
+    run(&mut o, |o, out| o.release(out)).0.unwrap();
+    run(&mut o, |o, out| o.acquire(W, out)).0.unwrap();
+    assert_eq!(o.state(), State::WaitWrite);
+    refused(&mut o, msg(MsgKind::Invalidate, 2, 2));
+    refused(&mut o, msg(MsgKind::Copy, 0, 2));
+    run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Invalidate, 0, 2), out)
+    })
+    .0
+    .unwrap();
+    refused(&mut o, msg(MsgKind::Invalidate, 0, 2));
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Ownership, 0, 2), out)
+    });
+    assert_eq!(
+        (r, acts),
+        (Ok(()), vec![Action::Install, Action::Granted(W)])
+    );
+    refused(&mut o, msg(MsgKind::Ownership, 0, 3));
+    refused(&mut o, msg(MsgKind::Invalidate, 0, 3));
 }

@@ -41,6 +41,15 @@ impl NodeSet for Copies {
     fn remove(&mut self, node: NodeId) {
         self.0.retain(|&n| n != node);
     }
+    fn contains(&self, node: NodeId) -> bool {
+        self.0.contains(&node)
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(NodeId)) {
+        self.0.iter().for_each(|&n| f(n));
+    }
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId)) {
         for n in self.0.drain(..) {
             f(n);
@@ -161,7 +170,13 @@ impl Cluster {
         Self {
             nodes: (0..n)
                 .map(|me| Node {
-                    obj: Object::new(me, 0, Copies::default(), Waiting::default()),
+                    obj: Object::new(
+                        me,
+                        0,
+                        Copies::default(),
+                        Copies::default(),
+                        Waiting::default(),
+                    ),
                     value: None,
                     hops: 0,
                 })

@@ -26,12 +26,25 @@
 //!
 //! The transport may reorder messages between different pairs of nodes; a
 //! read copy that crosses the invalidation of its own version is
-//! recognised as stale by its version and asked for again.
+//! recognised as stale (its sender invalidated the waiting node already)
+//! and asked for again.
 //!
-//! Storage that grows with the number of nodes (the copyset and the queue
-//! of waiting requests) is the caller's, through [`NodeSet`] and
-//! [`RequestQueue`]; when it cannot grow, the event is refused with
-//! [`Error::NoMemory`] before anything changes, and can be given again.
+//! Messages are checked against what this node knows, so that a peer that
+//! forges them cannot make a write proceed past a valid copy or drop a
+//! copy nobody invalidated ([`Object::on_message`]): an `InvAck` counts
+//! only from a node the owner invalidated and has not heard from, an
+//! `Invalidate` only from the owner that holds this node in its copyset
+//! (the node its copy came from), and a `Copy` or an `Ownership` only
+//! while this node waits for it.  Who serves a request is not known to
+//! the requester (requests are forwarded along probable owners), so a
+//! forged `Copy` or `Ownership` that reaches a node while it waits cannot
+//! be told from the real one here.
+//!
+//! Storage that grows with the number of nodes (the copyset, the nodes
+//! that invalidated a wait for a copy, and the queue of waiting requests)
+//! is the caller's, through [`NodeSet`] and [`RequestQueue`]; when it
+//! cannot grow, the event is refused with [`Error::NoMemory`] before
+//! anything changes, and can be given again.
 //!
 //! `tests/ssi_coherence.rs` checks the invariants (one writer, no stale
 //! read, no lost request or ownership, acyclic probable-owner chains) over
@@ -204,17 +217,25 @@ pub enum Error {
     /// The copyset or the request queue could not grow: nothing changed,
     /// give the event again later.
     NoMemory,
-    /// A message the protocol never sends to a node in this state (a
-    /// corrupt or foreign peer): ignored, nothing changed.
+    /// A message the protocol never sends to a node in this state, or
+    /// never from that sender (a corrupt, foreign or forging peer):
+    /// ignored, nothing changed.
     Unexpected,
 }
 
-/// The set of nodes holding read copies (kept by the owner).
+/// A set of nodes: the copyset (kept by the owner), and the nodes that
+/// invalidated a wait for a read copy.
 pub trait NodeSet {
     /// Adds `node`; `Err(NoMemory)` if the set cannot grow.
     fn insert(&mut self, node: NodeId) -> Result<(), Error>;
     /// Removes `node` if present.
     fn remove(&mut self, node: NodeId);
+    /// Whether `node` is in the set.
+    fn contains(&self, node: NodeId) -> bool;
+    /// Whether the set is empty.
+    fn is_empty(&self) -> bool;
+    /// Calls `f` for each node.
+    fn for_each(&self, f: &mut dyn FnMut(NodeId));
     /// Calls `f` for each node and empties the set.
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId));
 }
@@ -240,10 +261,11 @@ pub struct Object<Q, C> {
     /// Version of the local contents (owner and copies); grows at every
     /// write access.
     version: u64,
-    /// While waiting for a copy: copies older than this were invalidated.
-    floor: u64,
-    /// In `WaitAcks`: acknowledgements still missing.
-    acks_left: u32,
+    /// The owner that holds this node in its copyset: where its read copy
+    /// came from, the only node that may invalidate it (kept while the
+    /// node waits for ownership after dropping that copy, until the owner
+    /// invalidates it or hands ownership over).
+    copy_from: Option<NodeId>,
     /// In `WaitAcks`: hand ownership to this node once acknowledged
     /// (`None`: the acknowledgements are for a local write).
     transfer_to: Option<NodeId>,
@@ -251,15 +273,22 @@ pub struct Object<Q, C> {
     wanted: Option<Access>,
     /// An invalidation that waits for the local read to end: its sender.
     deferred_ack: Option<NodeId>,
+    /// On the owner, the nodes holding read copies; in `WaitAcks`, those
+    /// whose invalidation is not acknowledged yet (an acknowledgement
+    /// counts once, and only from them).
     copyset: C,
+    /// In `WaitRead`: the nodes that invalidated this node since it asked
+    /// (only the owner that serves the request does, when its write
+    /// crosses the copy it sent): a copy from one of them is stale.
+    invalidators: C,
     queue: Q,
 }
 
 impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
     /// The object as node `me` first knows it: `home` owns it, without
     /// contents until first touched; everybody else has no copy and asks
-    /// `home`.
-    pub fn new(me: NodeId, home: NodeId, copyset: C, queue: Q) -> Self {
+    /// `home`.  `copyset` and `invalidators` are empty sets.
+    pub fn new(me: NodeId, home: NodeId, copyset: C, invalidators: C, queue: Q) -> Self {
         Self {
             me,
             state: if me == home {
@@ -269,13 +298,13 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
             },
             hint: home,
             version: 0,
-            floor: 0,
-            acks_left: 0,
+            copy_from: None,
             transfer_to: None,
             held: None,
             wanted: None,
             deferred_ack: None,
             copyset,
+            invalidators,
             queue,
         }
     }
@@ -310,9 +339,16 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         self.me
     }
 
-    /// While waiting for a copy: copies older than this were invalidated.
-    pub fn floor(&self) -> u64 {
-        self.floor
+    /// While waiting for a read copy: whether a copy from `node` is stale
+    /// (`node` invalidated this node since it asked).
+    pub fn copy_is_stale(&self, node: NodeId) -> bool {
+        self.state == State::WaitRead && self.invalidators.contains(node)
+    }
+
+    /// The node this node's read copy came from, while it may still
+    /// invalidate it.
+    pub fn copy_from(&self) -> Option<NodeId> {
+        self.copy_from
     }
 
     /// Starts over in `state` at `version`, pointing to `hint`: nothing
@@ -322,13 +358,13 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         self.state = state;
         self.hint = hint;
         self.version = version;
-        self.floor = 0;
-        self.acks_left = 0;
+        self.copy_from = None;
         self.transfer_to = None;
         self.held = None;
         self.wanted = None;
         self.deferred_ack = None;
         self.copyset.drain_each(&mut |_| {});
+        self.invalidators.drain_each(&mut |_| {});
         while self.queue.pop_front().is_some() {}
     }
 
@@ -399,7 +435,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         match access {
             Access::Read => {
                 self.state = State::WaitRead;
-                self.floor = 0;
+                self.invalidators.drain_each(&mut |_| {});
                 self.send(out, to, MsgKind::ReadReq, self.me, 0);
             }
             Access::Write => {
@@ -469,11 +505,10 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
     }
 
     /// Invalidates every copy before a write (here, or at `transfer_to`).
+    /// The copyset keeps each node until it acknowledges.
     fn invalidate_copies(&mut self, transfer_to: Option<NodeId>, out: &mut dyn FnMut(Action)) {
         let (me, next) = (self.me, self.version.saturating_add(1));
-        let mut sent = 0u32;
-        self.copyset.drain_each(&mut |node| {
-            sent += 1;
+        self.copyset.for_each(&mut |node| {
             out(Action::Send {
                 to: node,
                 msg: Msg {
@@ -483,10 +518,9 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                 },
             });
         });
-        self.acks_left = sent;
         self.transfer_to = transfer_to;
         self.state = State::WaitAcks;
-        if sent == 0 {
+        if self.copyset.is_empty() {
             self.acks_done(out);
         }
     }
@@ -574,62 +608,80 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                 )
             }
             MsgKind::Copy => {
+                // Only while waiting for one.  Who serves the request is
+                // not known here (it was forwarded along probable owners).
                 if self.state != State::WaitRead {
                     return Err(Error::Unexpected);
                 }
-                if msg.version < self.floor {
+                if self.invalidators.contains(msg.node) {
                     // Crossed the invalidation of its version: ask again.
+                    self.invalidators.drain_each(&mut |_| {});
                     self.send(out, self.hint, MsgKind::ReadReq, self.me, 0);
                     return Ok(());
                 }
                 out(Action::Install);
+                self.invalidators.drain_each(&mut |_| {});
+                self.copy_from = Some(msg.node);
                 self.version = msg.version;
                 self.state = State::ReadCopy;
                 self.grant(Access::Read, out);
                 Ok(())
             }
             MsgKind::Ownership => {
+                // Only while waiting for it (its sender is not known here
+                // either).
                 if self.state != State::WaitWrite {
                     return Err(Error::Unexpected);
                 }
                 out(Action::Install);
+                // The owner that held the dropped copy served this write
+                // without invalidating it, or invalidated it already.
+                self.copy_from = None;
                 self.version = msg.version;
                 self.state = State::WriteOwner;
                 self.grant(Access::Write, out);
                 Ok(())
             }
-            MsgKind::Invalidate => {
-                match self.state {
-                    State::ReadCopy if self.held.is_some() => {
-                        // Acknowledged when the local read ends.
-                        if self.deferred_ack.is_some() {
-                            return Err(Error::Unexpected);
-                        }
-                        self.deferred_ack = Some(msg.node);
-                        return Ok(());
-                    }
-                    State::ReadCopy => {
-                        self.state = State::InvCopy;
-                        out(Action::DropContents);
-                    }
-                    State::WaitRead => self.floor = self.floor.max(msg.version),
-                    State::WaitWrite | State::InvCopy => {}
-                    _ => return Err(Error::Unexpected),
-                }
-                self.send(out, msg.node, MsgKind::InvAck, self.me, 0);
-                Ok(())
-            }
+            MsgKind::Invalidate => self.on_invalidate(msg.node, out),
             MsgKind::InvAck => {
-                if self.state != State::WaitAcks || self.acks_left == 0 {
+                // Only from a node invalidated and not heard from since.
+                if self.state != State::WaitAcks || !self.copyset.contains(msg.node) {
                     return Err(Error::Unexpected);
                 }
-                self.acks_left -= 1;
-                if self.acks_left == 0 {
+                self.copyset.remove(msg.node);
+                if self.copyset.is_empty() {
                     self.acks_done(out);
                 }
                 Ok(())
             }
         }
+    }
+
+    /// An invalidation from `from`.  Only the owner whose copyset holds
+    /// this node sends one, once: the node its copy came from (ownership
+    /// leaves a node only after every copy acknowledged its invalidation,
+    /// so that node is still the owner).  While waiting for a read copy,
+    /// the owner serving the request is not known: any node may
+    /// invalidate, but only the copies from that node become stale.
+    fn on_invalidate(&mut self, from: NodeId, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+        match self.state {
+            State::WaitRead => self.invalidators.insert(from)?,
+            State::ReadCopy | State::WaitWrite if self.copy_from == Some(from) => {
+                self.copy_from = None;
+                if self.state == State::ReadCopy {
+                    if self.held.is_some() {
+                        // Acknowledged when the local read ends.
+                        self.deferred_ack = Some(from);
+                        return Ok(());
+                    }
+                    self.state = State::InvCopy;
+                    out(Action::DropContents);
+                }
+            }
+            _ => return Err(Error::Unexpected),
+        }
+        self.send(out, from, MsgKind::InvAck, self.me, 0);
+        Ok(())
     }
 
     fn on_request(&mut self, req: Request, out: &mut dyn FnMut(Action)) -> Result<(), Error> {

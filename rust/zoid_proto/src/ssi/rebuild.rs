@@ -116,7 +116,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         }
         if self.state() == State::WaitRead {
             for (i, m) in kept.iter().enumerate() {
-                if m.kind == MsgKind::Copy && m.version >= self.floor() {
+                if m.kind == MsgKind::Copy && !self.copy_is_stale(m.node) {
                     return (Holding::Copy { version: m.version }, Source::Kept(i));
                 }
             }

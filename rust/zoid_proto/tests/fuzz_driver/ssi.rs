@@ -40,6 +40,15 @@ impl NodeSet for Set {
     fn remove(&mut self, node: NodeId) {
         self.0.retain(|&n| n != node);
     }
+    fn contains(&self, node: NodeId) -> bool {
+        self.0.contains(&node)
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn for_each(&self, f: &mut dyn FnMut(NodeId)) {
+        self.0.iter().for_each(|&n| f(n));
+    }
     fn drain_each(&mut self, f: &mut dyn FnMut(NodeId)) {
         self.0.drain(..).for_each(f);
     }
@@ -187,7 +196,7 @@ pub fn ssi_coherence(input: &[u8]) -> SsiStats {
     let home = NodeId::from(cfg & 3) % NODES as NodeId;
     let mut net = Net {
         objs: (0..NODES as NodeId)
-            .map(|me| Object::new(me, home, Set::default(), Queue::default()))
+            .map(|me| Object::new(me, home, Set::default(), Set::default(), Queue::default()))
             .collect(),
         values: vec![None; NODES],
         flight: Vec::new(),
