@@ -50,11 +50,8 @@ use crate::zoid_proto::ssi::coherence::{
 };
 use crate::zoid_proto::ssi::wire::{Header, HEADER_LEN};
 
-use crate::linker::{
-    valid_object_size, ClientLinker, FileLinker, IoLinker, MemoryLinker, RemoteLinker, SetDef,
-};
+use crate::linker::{ClientLinker, IoLinker, MemoryLinker, SetDef};
 use crate::zoid_kernel::coherence::{Client, CoherenceProvider};
-use crate::zoid_proto::ssi::control::{Definition, LinkerKind};
 use kernel::sync::Arc;
 
 /// The treenet channel ssi speaks on.
@@ -237,6 +234,8 @@ counters! {
         lost_accesses: "Accesses refused (EIO) because the object is lost.",
         kept: "Coherence messages kept, unhandled, during a rebuild.",
         from_excluded: "Coherence messages dropped: their sender is not a member.",
+        not_member: "Coherence messages dropped: their sender, or the node a request asks for, is outside the object's set (sets limited by members).",
+        not_member_accesses: "Local accesses refused (EACCES): this node is outside the set.",
         heartbeats: "Heartbeats sent (CN) or received (ION).",
         restores: "Checkpoint files restored.",
         bad_checkpoints: "Checkpoint files refused as damaged.",
@@ -304,9 +303,9 @@ pub(crate) struct Containers {
     /// Defined sets (`sets`; undefined ones are memory sets of 4 KiB
     /// objects).
     #[pin]
-    sets: Mutex<RBTree<u32, SetDef>>,
+    pub(crate) sets: Mutex<RBTree<u32, SetDef>>,
     /// The linker of undefined sets.
-    memory: Arc<dyn IoLinker>,
+    pub(crate) memory: Arc<dyn IoLinker>,
     /// Where `/dev/ssi` maps objects: page offset = object id, whatever
     /// the set (zapping an object zaps that id in every set: an extra
     /// fault at worst).
@@ -436,175 +435,6 @@ impl Containers {
         Ok(granted)
     }
 
-    /// Set `set`'s object size and I/O linker (undefined sets: 4 KiB of
-    /// memory).
-    pub(crate) fn set_info(&self, set: u32) -> (usize, Arc<dyn IoLinker>) {
-        match self.sets.lock().get(&set) {
-            Some(d) => (d.size, d.linker.clone()),
-            None => (OBJECT_SIZE, self.memory.clone()),
-        }
-    }
-
-    /// The object size and linker for a message of set `set` carrying
-    /// `len` bytes of contents: definitions live on the ION, so a CN takes
-    /// an undefined set's size from the contents (a power of two from 64
-    /// bytes to a page; `None` otherwise).
-    fn set_info_of_message(&self, set: u32, len: usize) -> Option<(usize, Arc<dyn IoLinker>)> {
-        if let Some(d) = self.sets.lock().get(&set) {
-            return Some((d.size, d.linker.clone()));
-        }
-        if len == 0 {
-            return Some((OBJECT_SIZE, self.memory.clone()));
-        }
-        if treenet::node_id().ok() == treenet::ion().ok() {
-            // The home knows every set it has: undefined means 4 KiB.
-            return (len == OBJECT_SIZE).then(|| (len, self.memory.clone()));
-        }
-        valid_object_size(len as u64, PAGE_SIZE).then(|| (len, self.memory.clone()))
-    }
-
-    /// `sets`: defines set `set` on the ION (the home of every object, so
-    /// the only node that creates objects): its name, object size and
-    /// linker, `file` with `path` or `memory`.  `EINVAL` elsewhere or for
-    /// a bad size, name or linker; `EEXIST` if the id or the name is
-    /// taken; `EBUSY` if objects of the set exist already.
-    pub(crate) fn define_set(
-        &self,
-        set: u32,
-        name: &[u8],
-        size: u64,
-        linker: &[u8],
-        path: Option<&[u8]>,
-    ) -> Result {
-        if treenet::node_id()? != treenet::ion()? {
-            return Err(EINVAL);
-        }
-        if !valid_object_size(size, PAGE_SIZE) || !crate::linker::valid_set_name(name) {
-            return Err(EINVAL);
-        }
-        // Refused definitions create no file: check first (and again once
-        // it is open, for definitions made meanwhile).
-        self.check_new_set(set, name)?;
-        let (kind, linker): (_, Arc<dyn IoLinker>) = match (linker, path) {
-            (b"memory", None) => (LinkerKind::Memory, self.memory.clone()),
-            (b"file", Some(p)) => (
-                LinkerKind::File,
-                Arc::new(FileLinker::open(p)?, GFP_KERNEL)?,
-            ),
-            _ => return Err(EINVAL),
-        };
-        let mut n = KVec::with_capacity(name.len(), GFP_KERNEL)?;
-        n.extend_from_slice(name, GFP_KERNEL)?;
-        let t = self.table.lock();
-        let mut sets = self.sets.lock();
-        Self::check_new_set_locked(&t, &sets, set, name)?;
-        let def = SetDef {
-            name: n,
-            size: size as usize,
-            kind,
-            linker,
-            client: None,
-        };
-        sets.try_create_and_insert(set, def, GFP_KERNEL)?;
-        drop(sets);
-        drop(t);
-        // Every member learns it (nodes that join later, at their first
-        // heartbeat).
-        self.announce_set(set);
-        Ok(())
-    }
-
-    /// Whether set `set` named `name` can be defined: `EEXIST` if the id or
-    /// the name is taken, `EBUSY` if objects of the set exist.
-    fn check_new_set(&self, set: u32, name: &[u8]) -> Result {
-        let t = self.table.lock();
-        let sets = self.sets.lock();
-        Self::check_new_set_locked(&t, &sets, set, name)
-    }
-
-    fn check_new_set_locked(
-        t: &Table,
-        sets: &RBTree<u32, SetDef>,
-        set: u32,
-        name: &[u8],
-    ) -> Result {
-        if sets.get(&set).is_some() || sets.values().any(|d| &d.name[..] == name) {
-            return Err(EEXIST);
-        }
-        if t.objects.keys().any(|&(s, _)| s == set) {
-            return Err(EBUSY);
-        }
-        Ok(())
-    }
-
-    /// The definitions of every set (or of `only`), for `Define` messages.
-    pub(crate) fn set_definitions(&self, only: Option<u32>) -> Result<KVec<Definition>> {
-        let sets = self.sets.lock();
-        let mut out = KVec::new();
-        for (&id, d) in sets.iter() {
-            if only.is_some_and(|o| o != id) {
-                continue;
-            }
-            if let Some(def) = Definition::new(id, d.size as u32, d.kind, &d.name) {
-                out.push(def, GFP_KERNEL)?;
-            }
-        }
-        Ok(out)
-    }
-
-    /// A set the home defined (a `Define` from the ION): this node now
-    /// knows its name, object size and linker kind.  A size that cannot
-    /// be, or a name that is not plain, is ignored (counted malformed).
-    pub(crate) fn learn_set(&self, d: &Definition) -> Result {
-        if !valid_object_size(u64::from(d.size), PAGE_SIZE)
-            || !crate::linker::valid_set_name(d.name())
-        {
-            self.counters.malformed.fetch_add(1, Relaxed);
-            return Ok(());
-        }
-        let mut n = KVec::with_capacity(d.name().len(), GFP_KERNEL)?;
-        n.extend_from_slice(d.name(), GFP_KERNEL)?;
-        let mut def = SetDef {
-            name: n,
-            size: d.size as usize,
-            kind: d.linker,
-            linker: Arc::new(RemoteLinker(d.linker), GFP_KERNEL)?,
-            client: None,
-        };
-        let mut sets = self.sets.lock();
-        // A module caching through the set stays attached.
-        if let Some(c) = sets.get(&d.set).and_then(|old| old.client.clone()) {
-            def.linker = c.clone();
-            def.client = Some(c);
-        }
-        let node = kernel::rbtree::RBTreeNodeReservation::new(GFP_KERNEL)?.into_node(d.set, def);
-        // The home's word replaces what this node knew (a name, too).
-        let renamed = sets
-            .iter()
-            .find(|(_, old)| &old.name[..] == d.name())
-            .map(|(&id, _)| id);
-        if let Some(id) = renamed {
-            sets.remove(&id);
-        }
-        // Replacing an older definition of the same id drops it.
-        drop(sets.insert(node));
-        Ok(())
-    }
-
-    /// `sets`: one line per defined set: id, name, object size, linker
-    /// (and its file).
-    pub(crate) fn show_sets(&self, w: &mut SysfsWriter<'_>) -> Result {
-        let sets = self.sets.lock();
-        for (id, d) in sets.iter() {
-            write!(w, "{id} ")?;
-            w.write_bytes(&d.name)?;
-            write!(w, " {} {}", d.size, d.linker.kind())?;
-            d.linker.describe(w)?;
-            writeln!(w)?;
-        }
-        Ok(())
-    }
-
     /// The ids of the objects of set `set` this node knows, ascending.
     fn objects_of(&self, set: u32) -> Result<KVec<u64>> {
         let t = self.table.lock();
@@ -714,6 +544,10 @@ impl Containers {
         };
         let key = (set, object);
         let mut left = msecs_to_jiffies(GRANT_TIMEOUT_MS);
+        if !self.member_here(set) {
+            self.counters.not_member_accesses.fetch_add(1, Relaxed);
+            return Err(EACCES);
+        }
         if self.client_aborted(set) {
             self.counters.aborted.fetch_add(1, Relaxed);
             return Err(EIO);
@@ -1470,6 +1304,11 @@ impl ThreadBody for Containers {
                 // `src` to the link it came on).
                 if !h.msg.names_sender_ok(NodeId::from(src)) {
                     self.counters.forged.fetch_add(1, Relaxed);
+                    continue;
+                }
+                // A set limited to some nodes hears no other.
+                if !self.members_admit(h.set, src, &h.msg) {
+                    self.counters.not_member.fetch_add(1, Relaxed);
                     continue;
                 }
                 if let Some(m) = self.handle(src, h, carried) {

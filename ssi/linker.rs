@@ -275,6 +275,9 @@ pub(crate) struct SetDef {
     pub(crate) linker: kernel::sync::Arc<dyn IoLinker>,
     /// The module caching through the set, if one attached.
     pub(crate) client: Option<kernel::sync::Arc<ClientLinker>>,
+    /// The nodes the set is limited to, besides the home (`None`: every
+    /// node; `sets.rs`).
+    pub(crate) members: Option<KVec<crate::zoid_proto::ssi::coherence::NodeId>>,
 }
 
 /// Whether `size` can be a set's object size: a power of two from 64

@@ -260,6 +260,11 @@ impl Containers {
                 drop(t);
                 self.tell_user_space(c"lost", "SSI_EPOCH", u64::from(h.epoch));
             }
+            Kind::Members if from_coordinator => {
+                if self.learn_members(entries).is_err() {
+                    self.counters.dropped_nomem.fetch_add(1, Relaxed);
+                }
+            }
             Kind::Define if from_coordinator => {
                 for c in entries.chunks_exact(control::DEFINE_ENTRY_LEN) {
                     let mut entry = [0u8; control::DEFINE_ENTRY_LEN];
@@ -526,6 +531,23 @@ impl Containers {
             let mut msg = header(Kind::Define, 0, defs.len())?;
             for d in defs.iter() {
                 msg.extend_from_slice(&control::encode_define(d), GFP_KERNEL)?;
+            }
+            Ok(msg)
+        })();
+        match r {
+            Ok(msg) if msg.len() > HEADER_LEN => self.send_all_one(to, msg),
+            Ok(_) => {}
+            Err(_) => {
+                self.counters.send_failed.fetch_add(1, Relaxed);
+            }
+        }
+        // A `Define` takes in every node: the limited sets' members
+        // follow (treenet keeps the order).
+        let r = (|| -> Result<KVec<u8>> {
+            let pairs = self.set_members(only)?;
+            let mut msg = header(Kind::Members, 0, pairs.len())?;
+            for &(set, node) in pairs.iter() {
+                msg.extend_from_slice(&control::encode_member(set, node), GFP_KERNEL)?;
             }
             Ok(msg)
         })();

@@ -45,7 +45,9 @@
 //!   NAME SIZE file /PATH` to define a set before its first use: object
 //!   size (a power of two, 64 bytes to a page) and I/O linker
 //!   (`linker.rs`); read one line per set.  Undefined sets are 4 KiB
-//!   memory sets.
+//!   memory sets.  `members ID NODE...` limits a defined set, before its
+//!   first use, to the ION and those nodes; `members ID all` takes the
+//!   limit away (`sets.rs`).
 //! * `flush` (on the ION): write `SET` to write the set's objects back to
 //!   its store; read back `SET OBJECTS`.
 //!
@@ -61,6 +63,7 @@ mod container;
 mod devssi;
 mod linker;
 mod membership;
+mod sets;
 
 #[path = "../drivers/treenet/abi.rs"]
 mod treenet;
@@ -344,13 +347,19 @@ fn store_process_events(s: &SsiState, input: &[u8]) -> Result {
     }
 }
 
-/// `sets`: `define ID NAME SIZE memory` or `define ID NAME SIZE file
-/// /PATH` (on the ION).
+/// `sets`: `define ID NAME SIZE memory`, `define ID NAME SIZE file
+/// /PATH`, `members ID NODE...` or `members ID all` (on the ION).
 fn store_sets(s: &SsiState, input: &[u8]) -> Result {
     let text = core::str::from_utf8(input).map_err(|_| EINVAL)?;
     let mut words = text.split_ascii_whitespace();
-    if words.next() != Some("define") {
-        return Err(EINVAL);
+    match words.next() {
+        Some("define") => {}
+        Some("members") => {
+            let set = u32::try_from(parse_u64(words.next().ok_or(EINVAL)?.as_bytes())?)
+                .map_err(|_| EINVAL)?;
+            return s.containers.limit_set(set, parse_members(words)?);
+        }
+        _ => return Err(EINVAL),
     }
     let set =
         u32::try_from(parse_u64(words.next().ok_or(EINVAL)?.as_bytes())?).map_err(|_| EINVAL)?;
@@ -365,6 +374,27 @@ fn store_sets(s: &SsiState, input: &[u8]) -> Result {
         return Err(EINVAL);
     }
     s.containers.define_set(set, name, size, linker, path)
+}
+
+/// The nodes of `members ID ...`: `all` (`None`), or one or more node ids.
+fn parse_members<'a>(
+    mut words: impl Iterator<Item = &'a str>,
+) -> Result<Option<KVec<zoid_proto::ssi::coherence::NodeId>>> {
+    let mut nodes = KVec::new();
+    let mut all = false;
+    for word in words.by_ref() {
+        if word == "all" {
+            all = true;
+            continue;
+        }
+        let n = u16::try_from(parse_u64(word.as_bytes())?).map_err(|_| EINVAL)?;
+        nodes.push(u32::from(n), GFP_KERNEL)?;
+    }
+    match (all, nodes.is_empty()) {
+        (true, true) => Ok(None),
+        (false, false) => Ok(Some(nodes)),
+        _ => Err(EINVAL),
+    }
 }
 
 /// `flush`: `SET` writes the set's objects back to its store (on the ION).

@@ -8,7 +8,11 @@
 # * bad definitions are refused: odd or too large sizes, taken ids and
 #   names, relative paths, unknown linkers, sets already in use, and any
 #   definition on a CN;
-# * the CNs learn the definitions (names, sizes, linker kinds) from the ION.
+# * the CNs learn the definitions (names, sizes, linker kinds) from the ION;
+# * set 43 is limited to the ION and node 1: the CNs see the limit, node 1
+#   and the ION add to it and read 2, any other CN's add and read fail
+#   (EACCES, counted not_member_accesses); a limit on a set in use, on an
+#   undefined set, without nodes, or written on a CN is refused.
 . /zoid/tests/treenet-lib.sh
 S=/sys/kernel/ssi
 M=/zoid/bin/ssimap
@@ -81,6 +85,40 @@ else
   refused 41 flush
   [ "$(counter $S/stats linker_errors)" = 0 ] || fail "linker errors"
 fi
+if [ "$ZOID_ROLE" = ion ]; then
+  echo "define 43 few 64 memory" > $S/sets || fail "define set 43"
+  echo "members 43 1" > $S/sets || fail "limit set 43 to node 1"
+  refused "members 40 1" sets
+  refused "members 99 1" sets
+  refused "members 43" sets
+  refused "members 43 all 1" sets
+  grep -q "^43 few 64 memory members 1$" $S/sets || fail "set 43's members not listed"
+else
+  refused "members 43 all" sets
+fi
+barrier 784
+if [ "$ZOID_ROLE" = cn ]; then
+  i=0
+  until grep -q "^43 few 64 memory members 1$" $S/sets; do
+    i=$((i + 1)); [ $i -le 50 ] || fail "set 43's members are not known here"
+    sleep 0.1
+  done
+fi
+if [ "$ZOID_ROLE" = ion ] || [ "$ZOID_NODE_ID" = 1 ]; then
+  echo "43 5 1" > $S/add || fail "add to set 43 as a member"
+else
+  refused "43 5 1" add
+  [ "$(counter $S/stats not_member_accesses)" = 1 ] \
+    || fail "not_member_accesses: $(counter $S/stats not_member_accesses), want 1"
+fi
+barrier 785
+if [ "$ZOID_ROLE" = ion ] || [ "$ZOID_NODE_ID" = 1 ]; then
+  echo "43 5" > $S/read
+  [ "$(cat $S/read)" = "43 5 2" ] || fail "set 43 object 5: $(cat $S/read), want 2"
+else
+  refused "43 5" read
+fi
+[ "$(counter $S/stats not_member)" = 0 ] || fail "members' messages dropped"
 [ "$(counter $S/stats malformed)" = 0 ] && [ "$(counter $S/stats unexpected)" = 0 ] \
   || fail "malformed or unexpected messages"
 nonzero "ssi stats" $S/stats

@@ -28,7 +28,9 @@
 //! whatever it accepts.  A `Copy` to a node waiting for a read copy and an
 //! `Ownership` to a node waiting for ownership are left out: the receiver
 //! cannot tell who serves its request, so those are kept out by a set's
-//! member list (`ssi::members`), not by the state machine.
+//! member list (`ssi::members`), not by the state machine.  With the set
+//! limited to the honest nodes, the hostile node sends those too, and
+//! every message between members must pass the member check.
 //!
 //! With crashes on, one node (not the home) may die in any state where no
 //! other node holds an access; the survivors rebuild at once
@@ -67,6 +69,7 @@ fn alloc_fails() -> bool {
 use zoid_proto::ssi::coherence::{
     Access, Action, Error, Msg, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue, State,
 };
+use zoid_proto::ssi::members::Members;
 use zoid_proto::ssi::rebuild::{Holding, Outcome, Source, Tally};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -158,6 +161,8 @@ struct World {
     home: NodeId,
     /// The hostile node, if any: what is sent to it is dropped.
     hostile: Option<NodeId>,
+    /// The set is limited to these nodes (and the home).
+    members: Option<Vec<NodeId>>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -192,6 +197,8 @@ struct Model {
     crashes: bool,
     /// Whether a hostile node forges messages.
     hostile: bool,
+    /// Whether the set is limited to the honest nodes.
+    limited: bool,
 }
 
 impl Model {
@@ -200,6 +207,7 @@ impl Model {
             scripts,
             crashes: false,
             hostile: false,
+            limited: false,
         }
     }
 
@@ -208,6 +216,7 @@ impl Model {
             scripts,
             crashes: true,
             hostile: false,
+            limited: false,
         }
     }
 
@@ -216,6 +225,17 @@ impl Model {
             scripts,
             crashes: false,
             hostile: true,
+            limited: false,
+        }
+    }
+
+    /// A hostile node outside the set, which is limited to the others.
+    fn with_hostile_outsider(scripts: Vec<Vec<Access>>) -> Self {
+        Self {
+            scripts,
+            crashes: false,
+            hostile: true,
+            limited: true,
         }
     }
 
@@ -245,6 +265,9 @@ impl Model {
             lost: false,
             home,
             hostile: self.hostile.then_some(self.scripts.len() as NodeId),
+            members: self
+                .limited
+                .then(|| (0..self.scripts.len() as NodeId).collect()),
         }
     }
 
@@ -288,11 +311,12 @@ impl Model {
             for (i, n) in w.nodes.iter().enumerate() {
                 for kind in FORGED_KINDS {
                     // Indistinguishable from the real one: see the top.
-                    let waited = match kind {
-                        MsgKind::Copy => n.obj.state() == State::WaitRead,
-                        MsgKind::Ownership => n.obj.state() == State::WaitWrite,
-                        _ => false,
-                    };
+                    let waited = !self.limited
+                        && match kind {
+                            MsgKind::Copy => n.obj.state() == State::WaitRead,
+                            MsgKind::Ownership => n.obj.state() == State::WaitWrite,
+                            _ => false,
+                        };
                     if !n.dead && !waited {
                         for version in FORGED_VERSIONS {
                             v.push(Step::Forge(i, kind, version));
@@ -368,6 +392,11 @@ impl Model {
                     version,
                 };
                 let before = w.nodes[i].obj.clone();
+                let members = w.members.as_deref().map(|l| Members::new(Some(l), w.home));
+                if members.is_some_and(|m| !m.admits(msg.node, &msg)) {
+                    FORGED_REFUSED.with(|c| c.set(c.get() + 1));
+                    return Ok(());
+                }
                 match w.nodes[i].obj.on_message(msg, &mut |a| actions.push(a)) {
                     Ok(()) => FORGED_ACCEPTED.with(|c| c.set(c.get() + 1)),
                     Err(Error::Unexpected | Error::NoMemory) => {
@@ -507,6 +536,12 @@ fn perform(
                     // another's name is refused): honest nodes pass.
                     if !msg.names_sender_ok(node as NodeId) {
                         return Err(format!("node {node} sends {msg:?} in another's name"));
+                    }
+                    // Members take in what members send each other.
+                    if let Some(l) = &w.members {
+                        if !Members::new(Some(l), w.home).admits(node as NodeId, &msg) {
+                            return Err(format!("member {node}'s {msg:?} refused"));
+                        }
                     }
                     let contents = if msg.kind.carries_contents() {
                         Some(w.nodes[node].value.ok_or("sends contents it lacks")?)
@@ -1205,4 +1240,34 @@ fn a_dropped_copy_is_invalidated_by_its_owner_while_waiting_to_write() {
     );
     refused(&mut o, msg(MsgKind::Ownership, 0, 3));
     refused(&mut o, msg(MsgKind::Invalidate, 0, 3));
+}
+
+#[test]
+fn a_hostile_node_outside_a_limited_set_is_never_heard() {
+    FORGED_ACCEPTED.with(|c| c.set(0));
+    for (scripts, home) in [
+        (vec![vec![W], vec![W], vec![R]], 0),
+        (vec![vec![R, W], vec![R, W], vec![]], 2),
+    ] {
+        let m = Model::with_hostile_outsider(scripts);
+        let states = exhaustive(&m, home);
+        eprintln!("hostile outsider, home {home}: {states} states");
+    }
+    for seed in 1..=100u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let m = Model::with_hostile_outsider(random_scripts(&mut rng, 8, 6, 3));
+        let mut w = m.initial(rng.below(8) as NodeId);
+        run_random(&m, &mut w, &mut rng, seed, |s, rng| {
+            if rng.below(4) != 0 && s.iter().any(|st| !matches!(st, Step::Forge(..))) {
+                s.retain(|st| !matches!(st, Step::Forge(..)));
+            }
+        });
+        assert_eq!(w.committed, m.writes(), "seed {seed}");
+    }
+    // Copies and ownership to nodes waiting for them included.
+    assert_eq!(FORGED_ACCEPTED.with(Cell::get), 0);
+    eprintln!(
+        "hostile outsider: {} forgeries refused",
+        FORGED_REFUSED.with(Cell::get)
+    );
 }

@@ -38,7 +38,8 @@
 //! while this node waits for it.  Who serves a request is not known to
 //! the requester (requests are forwarded along probable owners), so a
 //! forged `Copy` or `Ownership` that reaches a node while it waits cannot
-//! be told from the real one here.
+//! be told from the real one here: limiting a set to its members
+//! ([`super::members`]) keeps other nodes out.
 //!
 //! Storage that grows with the number of nodes (the copyset, the nodes
 //! that invalidated a wait for a copy, and the queue of waiting requests)

@@ -20,6 +20,7 @@
 //!  Define    set u32 | object size u32 | linker u8 | name length u8 | 0 0 |
 //!            name (32 bytes, zero-padded)
 //!  Forget    set u32 | object u64             (lost objects acknowledged)
+//!  Members   set u32 | node u32                 (a limited set's members)
 //!  Mark, Heartbeat, Leave: no entries
 //! ```
 //!
@@ -44,6 +45,8 @@ pub const RESUME_ENTRY_LEN: usize = 28;
 pub const DEFINE_ENTRY_LEN: usize = 44;
 /// Bytes of a `Forget` entry.
 pub const FORGET_ENTRY_LEN: usize = 12;
+/// Bytes of a `Members` entry.
+pub const MEMBERS_ENTRY_LEN: usize = 8;
 /// Longest set name.
 pub const SET_NAME_MAX: usize = 32;
 
@@ -73,6 +76,10 @@ pub enum Kind {
     /// Coordinator to every member: these lost objects are acknowledged
     /// (an administrator said so): accesses create them again.
     Forget = 9,
+    /// Coordinator to a member, after the `Define` of a limited set: each
+    /// set named in the entries takes in only the nodes listed for it
+    /// (and the home); a `Define` alone takes in every node.
+    Members = 10,
 }
 
 impl Kind {
@@ -87,6 +94,7 @@ impl Kind {
             7 => Kind::Owned,
             8 => Kind::Define,
             9 => Kind::Forget,
+            10 => Kind::Members,
             _ => return None,
         })
     }
@@ -99,6 +107,7 @@ impl Kind {
             Kind::Resume => RESUME_ENTRY_LEN,
             Kind::Define => DEFINE_ENTRY_LEN,
             Kind::Forget => FORGET_ENTRY_LEN,
+            Kind::Members => MEMBERS_ENTRY_LEN,
             Kind::Mark | Kind::Heartbeat | Kind::Leave => 0,
         }
     }
@@ -287,6 +296,19 @@ pub fn decode_object(b: &[u8; FORGET_ENTRY_LEN]) -> (u32, u64) {
     (u32_at(b, 0), u64_at(b, 4))
 }
 
+/// A `Members` entry: `node` is a member of set `set`.
+pub fn encode_member(set: u32, node: NodeId) -> [u8; MEMBERS_ENTRY_LEN] {
+    let mut b = [0u8; MEMBERS_ENTRY_LEN];
+    b[0..4].copy_from_slice(&set.to_be_bytes());
+    b[4..8].copy_from_slice(&node.to_be_bytes());
+    b
+}
+
+/// Decodes a `Members` entry: (set, node).
+pub fn decode_member(b: &[u8; MEMBERS_ENTRY_LEN]) -> (u32, NodeId) {
+    (u32_at(b, 0), u32_at(b, 4))
+}
+
 /// The linker of a defined set, as a `Define` entry names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LinkerKind {
@@ -423,6 +445,7 @@ mod tests {
             (Kind::Owned, 4),
             (Kind::Define, 2),
             (Kind::Forget, 3),
+            (Kind::Members, 4),
         ] {
             let h = ControlHeader {
                 kind,
@@ -443,7 +466,7 @@ mod tests {
         }
         .encode();
         assert!(is_control(&b));
-        b[3] = 10;
+        b[3] = 11;
         assert_eq!(
             ControlHeader::decode(&b, HEADER_LEN),
             Err(WireError::BadKind)
@@ -509,5 +532,6 @@ mod tests {
         b[14] = 1;
         assert_eq!(decode_resume(&b), Err(WireError::BadLength));
         assert_eq!(decode_node(&encode_node(77)), 77);
+        assert_eq!(decode_member(&encode_member(41, 3)), (41, 3));
     }
 }

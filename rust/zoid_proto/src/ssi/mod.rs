@@ -7,5 +7,6 @@
 pub mod checkpoint;
 pub mod coherence;
 pub mod control;
+pub mod members;
 pub mod rebuild;
 pub mod wire;
