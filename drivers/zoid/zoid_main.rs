@@ -167,6 +167,10 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     let stats = Stats::new_arc()?;
     let plugins = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
     plugins.register(Arc::pin_init(ztest_plugin::Ztest::new(), GFP_KERNEL)?)?;
+    // SAFETY: no preconditions.
+    if !unsafe { zoid_param_test_plugins() } {
+        plugins.set_enabled(b"ztest", false)?;
+    }
     let unix = Arc::pin_init(unix_plugin::Unix::new(), GFP_KERNEL)?;
     plugins.register(unix.clone())?;
     let zoidfs = Arc::pin_init(zoidfs_plugin::Zoidfs::new(unix.clone())?, GFP_KERNEL)?;
@@ -221,6 +225,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
 
 extern "C" {
     fn zoid_param_export() -> *const kernel::ffi::c_char;
+    fn zoid_param_test_plugins() -> bool;
 }
 
 /// The `export=` module parameter (empty when unset).

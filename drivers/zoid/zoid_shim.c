@@ -19,6 +19,19 @@ MODULE_PARM_DESC(export, "Directory exported to the CNs at load (as /sys/kernel/
 const char *zoid_param_export(void);
 const char *zoid_param_export(void) { return export; }
 
+/*
+ * `test_plugins=1`: the test plug-in ztest (null, echo, sleep_ms, ...,
+ * for tests and benchmarks) starts enabled; off by default, since any
+ * CN may call it (a sleep of a minute per call, replies of any size).
+ * /sys/kernel/zoid/modules turns it on and off at run time either way.
+ */
+static bool test_plugins;
+module_param(test_plugins, bool, 0444);
+MODULE_PARM_DESC(test_plugins, "Enable the test plug-in ztest at load (default: off)");
+
+bool zoid_param_test_plugins(void);
+bool zoid_param_test_plugins(void) { return test_plugins; }
+
 /* The plug-in ABI (drivers/zoid/extern_plugin.rs implements it). */
 #include "zoid_plugin.h"
 EXPORT_SYMBOL_GPL(zoid_plugin_register);

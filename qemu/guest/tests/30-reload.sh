@@ -10,6 +10,12 @@ for m in $reverse; do rmmod "$m"; done
 for m in $order; do
   [ ! -e /sys/kernel/$m ] || { echo "/sys/kernel/$m left behind"; exit 1; }
 done
+# The test plug-in is off unless asked for (test_plugins=1, as load_suite
+# and the pset's init do).
+insmod /lib/zoid/treenet.ko && insmod /lib/zoid/zoid.ko
+grep -q "^ztest 1 off$" /sys/kernel/zoid/modules ||
+  { echo "ztest on by default: $(grep ztest /sys/kernel/zoid/modules)"; exit 1; }
+rmmod zoid && rmmod treenet
 # treenet comes back through its module parameters this time.
 devs=$(ls /sys/class/net | grep -v '^lo$' | tr '\n' ',' | sed 's/,$//')
 . /zoid/tests/treenet-lib.sh

@@ -123,7 +123,7 @@ for mode in serial relaxed ssi; do
   if [ $mode = ssi ]; then
     insmod /lib/zoid/ssi.ko
   elif [ "$ZOID_ROLE" = ion ]; then
-    insmod /lib/zoid/zoid.ko export=$X && insmod /lib/zoid/zoidfs.ko
+    insmod /lib/zoid/zoid.ko export=$X test_plugins=1 && insmod /lib/zoid/zoidfs.ko
     [ -z "$sample" ] || insmod /lib/zoid/zoid_sample.ko
   fi
   barrier $((b + 4))

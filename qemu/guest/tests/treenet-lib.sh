@@ -146,6 +146,8 @@ load_suite() {
   for _m in $(cat /lib/zoid/load-order); do
     if [ "$_m" = treenet ]; then
       insmod /lib/zoid/treenet.ko node_id="$ZOID_NODE_ID" role="$ZOID_ROLE" devices="$_devs"
+    elif [ "$_m" = zoid ]; then
+      insmod /lib/zoid/zoid.ko test_plugins=1
     else
       insmod /lib/zoid/$_m.ko
     fi
