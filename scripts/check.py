@@ -310,7 +310,8 @@ def leak_test(arch, flavor, kdir, adds):
 # CN 1, which relays for it): treenet's relaying, routing and peer events
 # first, then zoid and zoidfs from a CN two hops from its ION.
 TREE_TESTS = ("10-modules-loaded 71-treenet-relay 60-treenet-pset 70-treenet-broadcast "
-              "80-zoid-calls 82-zoid-unix 86-zoid-f2cn 87-zoidfs-handles 89-zoidfs-mount")
+              "80-zoid-calls 82-zoid-unix 86-zoid-f2cn 87-zoidfs-handles 89-zoid-forged-replies "
+              "89-zoidfs-mount")
 
 
 def tree_test(arch, flavor, kdir, adds):

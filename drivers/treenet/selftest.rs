@@ -19,6 +19,9 @@
 //! * `barrier <tag> <n>`: on the ION, waits until `n` nodes below it sent
 //!   the tag, then broadcasts the release; on a CN, sends the tag to its ION
 //!   and waits for the release.
+//! * `raw <channel> <node> <hex>`: sends those bytes once, on any channel
+//!   (tests of the other nodes' defences: a forged zoid reply from a CN's
+//!   kernel).
 //! * `begin <test>`, `abort`: the in-guest test runner says which test it
 //!   runs and, when it failed here, that this node gave it up: the other
 //!   nodes' waits of that test then fail at once (`ECANCELED`) instead of
@@ -332,6 +335,12 @@ impl SelfTest {
                 Ok(())
             }
             "abort" => self.abort(),
+            "raw" => {
+                let chan = num(u64::from(u16::MAX))? as u16;
+                let dst = num(u64::from(u16::MAX))? as u16;
+                let hex = cmd.split_whitespace().nth(3).ok_or(EINVAL)?;
+                self.raw(chan, dst, hex.as_bytes())
+            }
             "hash" => {
                 let size = num(65536)? as usize;
                 let count = num(1_000_000)?;
@@ -367,6 +376,30 @@ impl SelfTest {
         };
         self.net
             .send(CHAN_CTL, to, ctl(OP_ABORT, test, 0, 0, 0)?, false)
+    }
+
+    /// `raw <channel> <node> <hex>`: the bytes `hex` spells, sent once on
+    /// `channel` to `node`.
+    fn raw(&self, chan: u16, dst: u16, hex: &[u8]) -> Result {
+        if hex.is_empty() || hex.len() % 2 != 0 || hex.len() > 2 * 4096 {
+            return Err(EINVAL);
+        }
+        let nibble = |c: u8| -> Result<u8> {
+            match c {
+                b'0'..=b'9' => Ok(c - b'0'),
+                b'a'..=b'f' => Ok(c - b'a' + 10),
+                b'A'..=b'F' => Ok(c - b'A' + 10),
+                _ => Err(EINVAL),
+            }
+        };
+        let mut bytes = KVec::with_capacity(hex.len() / 2, GFP_KERNEL)?;
+        for pair in hex.chunks_exact(2) {
+            bytes.push((nibble(pair[0])? << 4) | nibble(pair[1])?, GFP_KERNEL)?;
+        }
+        self.net
+            .send(chan, dst, MsgBuf::from_slice(&bytes, GFP_KERNEL)?, true)?;
+        self.set_result(format_args!("ok op=raw bytes={}", bytes.len()));
+        Ok(())
     }
 
     /// `hash <size> <count>`: what checksumming and authenticating a
