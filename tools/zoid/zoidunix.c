@@ -15,15 +15,23 @@
  *                                         this process never opened: each must
  *                                         fail with EBADF (another process's,
  *                                         on this CN or another, are not ours)
+ *   zoidunix race PATH EXPECT SECONDS     for SECONDS, open and read PATH (a
+ *                                         walk through `..` that the ION's
+ *                                         renames race) again and again: it
+ *                                         must read EXPECT or fail, never
+ *                                         anything else (a file outside the
+ *                                         export); prints the counts
  *
  * Prints one line per check; exits 1 on the first mismatch.
  */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "zoid.h"
 
@@ -434,6 +442,43 @@ static int open_or_say(const char *path, int flags, int mode)
 	return fd;
 }
 
+/* `race`: see the usage above. */
+static int race(const char *path, const char *expect, int seconds)
+{
+	time_t end = time(NULL) + seconds;
+	long ok = 0, failed = 0, enoent = 0, escaped = 0, last_err = 0;
+	size_t want = strlen(expect);
+	char buf[256];
+
+	while (time(NULL) < end) {
+		int64_t fd = r_open(path, O_RDONLY, 0), n;
+
+		if (fd < 0) {
+			failed++;
+			if (fd == -ENOENT)
+				enoent++;
+			else
+				last_err = (long)-fd;
+			continue;
+		}
+		n = r_readish(UNIX_READ, (int)fd, NULL, buf, sizeof(buf) - 1, -1);
+		r_fd(UNIX_CLOSE, (int)fd);
+		if (n < 0) {
+			failed++;
+			last_err = (long)-n;
+		} else if ((size_t)n == want && !memcmp(buf, expect, want)) {
+			ok++;
+		} else {
+			buf[n] = 0;
+			printf("escaped: read \"%s\"\n", buf);
+			escaped++;
+		}
+	}
+	printf("race: %ld read inside, %ld failed (%ld ENOENT, the rest last with errno %ld), "
+	       "%ld escaped\n", ok, failed, enoent, last_err, escaped);
+	return escaped != 0 || ok == 0;
+}
+
 int main(int argc, char **argv)
 {
 	zfd = open("/dev/zoid", O_RDWR);
@@ -449,6 +494,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "escape"))
 		return escape();
+	if (argc == 5 && !strcmp(argv[1], "race"))
+		return race(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 3 && !strcmp(argv[1], "cat")) {
 		char buf[4096];
 		int fd = open_or_say(argv[2], O_RDONLY, 0);

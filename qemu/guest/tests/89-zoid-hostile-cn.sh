@@ -21,6 +21,8 @@
 #   (handler_sends_refused), zoid's receive path answers it later
 #   instead of waiting (replies_deferred), CN 2's calls go on meanwhile,
 #   and once CN 1 acks again it is served.
+# * Renames: walks through ".." in a symlink of the export never leave it
+#   while the ION moves the directory they cross out and back.
 . /zoid/tests/treenet-lib.sh
 unset -f stat
 Z=/sys/kernel/zoid
@@ -237,4 +239,40 @@ if [ "$ZOID_ROLE" = ion ]; then
     [ "$(cut -d. -f1 /proc/uptime)" -lt $end ] || fail "the queue to CN 1 holds $(queued 1) bytes once it acks"
     sleep 1
   done
+fi
+# Renames racing walks: the ION moves a directory of the export out of
+# it and back, again and again, while every CN opens a symlink below that
+# directory whose target climbs back up with "..".  A walk the move meets
+# halfway must fail or stay inside (LOOKUP_IN_ROOT); it must never climb
+# out to the file of the same name beside the export.
+R=/hostile-race
+RACE=30
+barrier 1111
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p $R && mount -t tmpfs -o mode=755 tmpfs $R
+  mkdir -p $R/export/a/b/x $R/out
+  printf inside > $R/export/target
+  printf outside > $R/target
+  ln -s ../../../target $R/export/a/b/x/up
+  chmod -R a+rX $R
+  echo $R/export > $Z/export
+fi
+barrier 1112
+if [ "$ZOID_ROLE" = ion ]; then
+  end=$(( $(cut -d. -f1 /proc/uptime) + RACE ))
+  moves=0
+  while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
+    mv $R/export/a/b $R/out/b && mv $R/out/b $R/export/a/b || fail "mv"
+    moves=$((moves + 1))
+  done
+  echo "ION: moved the directory out and back $moves times"
+fi
+if [ "$ZOID_ROLE" = cn ]; then
+  out=$(/zoid/bin/zoidunix race a/b/x/up inside $RACE) || fail "walks under renames: $out"
+  echo "$ZOID_NODE: $out"
+fi
+barrier 1113
+if [ "$ZOID_ROLE" = ion ]; then
+  echo > $Z/export
+  umount $R
 fi
