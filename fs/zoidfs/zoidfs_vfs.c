@@ -170,6 +170,13 @@ struct zoidfs_inode {
 	/* Whose credentials write dirty pages back (the last writer's). */
 	const struct cred *wb_cred;
 	/*
+	 * Bumped whenever this CN's own write reaches the ION (the size then
+	 * is at least what it wrote): attributes a getattr sent before that
+	 * brought back may be older than the write, and never shrink the
+	 * size (zoidfs_revalidate()), as NFS's attribute generations.
+	 */
+	atomic_t size_gen;
+	/*
 	 * consistency=relaxed: opens of this file on this CN and the ION's
 	 * grant (0: none; changed under inode_lock too, so a buffered write
 	 * sees it stable), both under open_lock.
@@ -291,7 +298,8 @@ static void zoidfs_acl_follow(struct inode *inode, const struct zoidfs_attr *a,
  * own write's, so cached pages stay valid.  While dirty data is waiting,
  * the size is ours (at least what we wrote).
  */
-static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bool ours)
+static void zoidfs_set_attr_gen(struct inode *inode, const struct zoidfs_attr *a, bool ours,
+				bool older)
 {
 	struct timespec64 mtime = inode_get_mtime(inode);
 	struct timespec64 ctime = inode_get_ctime(inode);
@@ -303,13 +311,16 @@ static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bo
 	 * the file marks its folio dirty before it grows i_size.
 	 */
 	spin_lock(&inode->i_lock);
-	dirty = S_ISREG(inode->i_mode) && zoidfs_has_dirty(inode);
+	/* Attributes older than one of our writes: their size is no news. */
+	dirty = S_ISREG(inode->i_mode) && (older || zoidfs_has_dirty(inode));
 	/* consistency=ssi: cached pages are the objects' business. */
 	changed = S_ISREG(inode->i_mode) && !ours && !dirty && !ZSB(inode->i_sb)->ssi &&
 		(mtime.tv_sec != a->mtime_sec || mtime.tv_nsec != a->mtime_nsec ||
 		 i_size_read(inode) != a->size);
 	if (!dirty || a->size > i_size_read(inode))
 		i_size_write(inode, a->size);
+	if (ours)
+		atomic_inc(&ZI(inode)->size_gen);
 	spin_unlock(&inode->i_lock);
 
 	inode->i_mode = (inode->i_mode & S_IFMT) | (a->mode & ~S_IFMT);
@@ -328,6 +339,11 @@ static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bo
 	/* Someone changed the file: what mmap cached is stale. */
 	if (changed && inode->i_mapping->nrpages)
 		invalidate_mapping_pages(inode->i_mapping, 0, -1);
+}
+
+static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bool ours)
+{
+	zoidfs_set_attr_gen(inode, a, ours, false);
 }
 
 static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a)
@@ -405,14 +421,15 @@ static int zoidfs_revalidate(struct inode *inode, bool force)
 {
 	struct zoidfs_sb *sbi = ZSB(inode->i_sb);
 	struct zoidfs_attr a;
-	int err;
+	int gen, err;
 
 	if (!force && sbi->cache != Cache_none &&
 	    time_before(jiffies, ZI(inode)->attr_time + sbi->actimeo))
 		return 0;
+	gen = atomic_read(&ZI(inode)->size_gen);
 	err = zoidfs_stale_retry(inode, zoidfs_rs_getattr(&sbi->conn, &ZI(inode)->fh, &a));
 	if (!err)
-		zoidfs_apply_attr(inode, &a);
+		zoidfs_set_attr_gen(inode, &a, false, atomic_read(&ZI(inode)->size_gen) != gen);
 	return err;
 }
 
@@ -514,6 +531,7 @@ static struct inode *zoidfs_alloc_inode(struct super_block *sb)
 		return NULL;
 	zi->fh.len = 0;
 	zi->attr_time = 0;
+	atomic_set(&zi->size_gen, 0);
 	zi->acl = 0;
 	zi->wb_cred = NULL;
 	zi->opens = 0;
