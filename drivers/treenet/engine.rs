@@ -51,6 +51,9 @@ use kernel::{new_condvar, new_mutex};
 /// (see `Inner::queue_bound`).
 pub(crate) const CONTROL_RESERVE: usize = 1 << 20;
 
+/// Entries `peer_log` keeps (the newest).
+const PEER_LOG_LEN: usize = 32;
+
 /// treenet's own channel (rendezvous control messages).
 pub(crate) const CHANNEL_TREENET: u16 = 0;
 /// Largest channel id.
@@ -322,6 +325,8 @@ counters! {
         drop_hello_flood: "Hellos dropped: too many new neighbours not up yet.",
         drop_hello_moved: "Hellos dropped: a live neighbour's id heard on another link.",
         drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
+        peer_events_lost: "Peer events (a neighbour, or a node below one, up or down) upper layers were not told of for want of memory (logged at most every 5 s).",
+        engine_nomem: "Engine bookkeeping that could not grow for want of memory: a node below a neighbour left out of its routes or hellos, a retransmission put off to the next timeout, a peer log entry, a channel not told of a pass's events (logged at most every 5 s).",
         drop_forged_origin: "Messages dropped: their origin is not the neighbour that passed them on nor a node its side of the tree holds (a forged sender).",
         drop_relay_refused: "Messages an ION did not pass on from one CN to others: their channel's messages end at the ION (zoid's).",
         inject_drop: "Frames dropped by fault injection.",
@@ -611,6 +616,9 @@ struct Inner {
     next_msg_id: u32,
     /// When a forged origin was last logged (ns; 0: never).
     forged_logged_ns: u64,
+    /// When a lack of memory was last logged (`peer_events_lost`,
+    /// `engine_nomem`; at most every [`FORGED_LOG_INTERVAL_NS`]).
+    nomem_logged_ns: u64,
     /// The ION upper layers were last told of, when it is no neighbour
     /// (a CN below a relay): `NO_ION` if none.
     far_ion: u16,
@@ -921,6 +929,7 @@ impl Treenet {
             grants: new_grants(grant_storage(GRANT_QUEUE_MIN)?, 2)?,
             next_msg_id: random_u32(),
             forged_logged_ns: 0,
+            nomem_logged_ns: 0,
             far_ion: NO_ION,
             loop_frames: KVec::new(),
             held: None,
@@ -931,7 +940,8 @@ impl Treenet {
             spare_events: KVec::new(),
             rx_first_link: 0,
             tx_first_neighbor: 0,
-            peer_log: KVec::new(),
+            // Its room taken at once: a log entry never waits for memory.
+            peer_log: KVec::with_capacity(PEER_LOG_LEN, GFP_KERNEL)?,
             blocked_senders: 0,
             progress_waiters: 0,
             rtx_at: u64::MAX,
@@ -1542,6 +1552,8 @@ impl Treenet {
                     KVec::with_capacity(g.channels.len(), GFP_KERNEL).unwrap_or_default();
                 for c in g.channels.iter() {
                     if chans.push((c.id, c.handler.clone()), GFP_KERNEL).is_err() {
+                        // The channels left out miss this pass's events.
+                        g.engine_nomem(&self.stats, "a pass's list of channels");
                         break;
                     }
                 }
@@ -1845,7 +1857,7 @@ impl Inner {
     /// Tells upper layers when an ION that is no neighbour of this node
     /// (a CN below a relay) comes or goes: a neighbouring ION's session
     /// does that itself.
-    fn track_far_ion(&mut self) {
+    fn track_far_ion(&mut self, s: &Stats) {
         if self.role == Role::Ion {
             return;
         }
@@ -1862,22 +1874,10 @@ impl Inner {
         }
         // (An ION that became a neighbour: its session said it is up.)
         if was != NO_ION && !(direct && ion == Some(was)) {
-            let _ = self.events.push(
-                Event::Peer {
-                    node: was,
-                    up: false,
-                },
-                GFP_KERNEL,
-            );
+            self.push_peer_event(s, was, false);
         }
         if now != NO_ION {
-            let _ = self.events.push(
-                Event::Peer {
-                    node: now,
-                    up: true,
-                },
-                GFP_KERNEL,
-            );
+            self.push_peer_event(s, now, true);
         }
     }
 
@@ -2305,13 +2305,14 @@ impl Inner {
     fn send_hellos(&mut self, k: &Knobs, s: &Stats) {
         let mut below = [0u16; HELLO_MAX_BELOW];
         let mut n_below = 0usize;
-        let kids: KVec<usize> = {
-            let mut v = KVec::new();
-            for i in self.children() {
-                let _ = v.push(i, GFP_KERNEL);
-            }
-            v
-        };
+        let mut kids: KVec<usize> = KVec::new();
+        let mut short = false;
+        for i in self.children() {
+            short |= kids.push(i, GFP_KERNEL).is_err();
+        }
+        if short {
+            self.engine_nomem(s, "a hello's list of children");
+        }
         for i in kids {
             let n = &self.neighbors[i];
             for id in Iterator::chain(core::iter::once(n.node), n.below.iter().copied()) {
@@ -2574,9 +2575,14 @@ impl Inner {
                     continue;
                 }
                 let mut due: KVec<u32> = KVec::new();
+                let mut short = false;
                 let expired = l.win.due(now, l.win.fast_after(), |q| {
-                    let _ = due.push(q, GFP_KERNEL);
+                    short |= due.push(q, GFP_KERNEL).is_err();
                 });
+                if short {
+                    // (The rest go at the next timeout.)
+                    self.engine_nomem(s, "a retransmission list");
+                }
                 if expired {
                     count(&s.rto_expired);
                     self.neighbors[ni].tx[lane.index()].win.on_timeout(now);
@@ -2810,7 +2816,7 @@ impl Inner {
                 return;
             }
             self.handle_hello(s, li, mac, h.src, hello, now);
-            self.track_far_ion();
+            self.track_far_ion(s);
             return;
         }
         if h.dst != self.node_id {
@@ -3053,13 +3059,24 @@ impl Inner {
             let me = self.node_id;
             for (node, up) in Iterator::chain(gone, came).filter(|&(b, _)| b != me) {
                 count(if up { &s.below_up } else { &s.below_down });
-                let _ = self.events.push(Event::Peer { node, up }, GFP_KERNEL);
+                if self
+                    .events
+                    .push(Event::Peer { node, up }, GFP_KERNEL)
+                    .is_err()
+                {
+                    count(&s.peer_events_lost);
+                }
             }
         }
         n.below.clear();
+        let mut short = false;
         for &b in below {
-            let _ = n.below.push(b, GFP_KERNEL);
+            short |= n.below.push(b, GFP_KERNEL).is_err();
         }
+        if short {
+            self.engine_nomem(s, "the nodes below a neighbour");
+        }
+        let n = &mut self.neighbors[ni];
         if !n.up && established {
             n.up = true;
             count(&s.peer_up);
@@ -3069,16 +3086,14 @@ impl Inner {
             let role = if hello.role == Role::Ion { "ion" } else { "cn" };
             pr_info!("treenet: node {} is up ({role}, link {li})\n", n.node);
             let node = n.node;
-            let below: KVec<u16> = {
-                let mut v = KVec::new();
-                let _ = v.extend_from_slice(&n.below, GFP_KERNEL);
-                v
-            };
-            let _ = self.events.push(Event::Peer { node, up: true }, GFP_KERNEL);
-            for b in below.into_iter().filter(|&b| b != self.node_id) {
-                let _ = self
-                    .events
-                    .push(Event::Peer { node: b, up: true }, GFP_KERNEL);
+            let mut below: KVec<u16> = KVec::new();
+            if below.extend_from_slice(&n.below, GFP_KERNEL).is_err() {
+                count(&s.peer_events_lost);
+            }
+            self.push_peer_event(s, node, true);
+            let me = self.node_id;
+            for b in below.into_iter().filter(|&b| b != me) {
+                self.push_peer_event(s, b, true);
             }
             // Tell the new neighbour about us right away.
             self.hello_now = true;
@@ -3133,15 +3148,20 @@ impl Inner {
         Ok(self.neighbors.len() - 1)
     }
 
-    /// Neighbour `ni` went down: fail what was queued for it, forget its
-    /// grants, tell upper layers (it and everything below it).
+    /// Notes a neighbour's coming up or going down in the log
+    /// (`peer_log`), whose room was taken at start: the oldest entry
+    /// makes way.
     fn log_peer(&mut self, node: u16, up: bool, silent_ms: u64) {
-        if self.peer_log.len() >= 32 {
+        if self.peer_log.len() >= PEER_LOG_LEN {
+            // (Never fails: the log is not empty.)
             let _ = self.peer_log.remove(0);
         }
-        let _ = self.peer_log.push((node, up, silent_ms), GFP_KERNEL);
+        // Within the capacity taken at start: no allocation, no failure.
+        let _ = self.peer_log.push((node, up, silent_ms), GFP_ATOMIC);
     }
 
+    /// Neighbour `ni` went down: fail what was queued for it, forget its
+    /// grants, tell upper layers (it and everything below it).
     #[inline(never)]
     fn neighbor_down(&mut self, ni: usize, s: &Stats) {
         let silent_ms = ns_to_ms(now_ns().saturating_sub(self.neighbors[ni].last_rx_ns));
@@ -3166,17 +3186,14 @@ impl Inner {
         self.grants.forget_peer(node);
         if was_up {
             count(&s.peer_down);
-            let _ = self
-                .events
-                .push(Event::Peer { node, up: false }, GFP_KERNEL);
+            self.push_peer_event(s, node, false);
             let below = core::mem::take(&mut self.neighbors[ni].below);
-            for b in below.into_iter().filter(|&b| b != self.node_id) {
-                let _ = self
-                    .events
-                    .push(Event::Peer { node: b, up: false }, GFP_KERNEL);
+            let me = self.node_id;
+            for b in below.into_iter().filter(|&b| b != me) {
+                self.push_peer_event(s, b, false);
             }
         }
-        self.track_far_ion();
+        self.track_far_ion(s);
     }
 
     fn handle_ack(&mut self, k: &Knobs, _s: &Stats, ni: usize, lane: Lane, next: u32, sack: u64) {
@@ -3417,6 +3434,35 @@ impl Inner {
                 "treenet: node {} sent a message as node {origin}, which it cannot carry: dropped (drop_forged_origin counts them)\n",
                 self.neighbors[ni].node
             );
+        }
+    }
+
+    /// Tells upper layers that `node` went up or down, or counts (and
+    /// logs) that it could not.
+    fn push_peer_event(&mut self, s: &Stats, node: u16, up: bool) {
+        if self
+            .events
+            .push(Event::Peer { node, up }, GFP_KERNEL)
+            .is_err()
+        {
+            count(&s.peer_events_lost);
+            self.log_nomem("a peer event");
+        }
+    }
+
+    /// Counts (and logs) bookkeeping that could not grow.
+    fn engine_nomem(&mut self, s: &Stats, what: &str) {
+        count(&s.engine_nomem);
+        self.log_nomem(what);
+    }
+
+    fn log_nomem(&mut self, what: &str) {
+        let now = now_ns();
+        if self.nomem_logged_ns == 0
+            || now.saturating_sub(self.nomem_logged_ns) >= FORGED_LOG_INTERVAL_NS
+        {
+            self.nomem_logged_ns = now;
+            pr_warn!("treenet: no memory for {what} (peer_events_lost, engine_nomem count them)\n");
         }
     }
 
