@@ -1,0 +1,65 @@
+# Both CPUs of a node at once (x86_64 psets boot 2 vCPUs; ppc32 is one
+# CPU and runs the same work interleaved): on every CN, two processes per
+# CPU call the ION, write and read zoidfs files of their own in each cache
+# mode, and append to one shared file, all at the same time, while the
+# ION's workers, receive thread and treenet's softirq answer them.
+# Everything must succeed and verify: echoes byte for byte, zfsx's model of
+# every file, every appended record whole and present once.
+. /zoid/tests/treenet-lib.sh
+Z=/sys/kernel/zoid
+ZC=/zoid/bin/zoidcall
+X=/zfs-smp-export
+M=/mnt/zfs-smp
+fail() { echo "$*"; nonzero "zoid stats" $Z/stats; nonzero "zoidfs stats" /sys/kernel/zoidfs/stats; dmesg | tail -5; exit 1; }
+cpus=$(grep -c ^processor /proc/cpuinfo)
+P=$((2 * cpus))
+if [ "$ZOID_ROLE" = ion ]; then
+  mkdir -p $X && chmod 1777 $X && echo $X > $Z/export
+fi
+barrier 1130
+if [ "$ZOID_ROLE" = cn ]; then
+  echo "$ZOID_NODE: $cpus CPU(s), $P processes at once"
+  # Calls: echoes of 64 KiB (through zoid-rx and the workers) and null
+  # calls (treenet's receive softirq), verified by zoidcall.
+  i=0; pids=""
+  while [ $i -lt $P ]; do
+    ( $ZC echo 65536 20 > /tmp/smp-echo-$i 2>&1 && $ZC null 100 >> /tmp/smp-echo-$i 2>&1 ) & pids="$pids $!"
+    i=$((i + 1))
+  done
+  for p in $pids; do wait $p || fail "parallel calls: $(cat /tmp/smp-echo-*)"; done
+  mkdir -p $M
+  for cache in none strict loose; do
+    mount -t zoidfs -o cache=$cache zoidfs $M || fail "mount cache=$cache"
+    D=$M/$ZOID_NODE-$cache
+    mkdir -p $D
+    # Appenders to one file, and a zfsx each on a file of its own.
+    i=0; pids=""
+    while [ $i -lt $P ]; do
+      ( n=0; while [ $n -lt 50 ]; do printf 'p%02d r%03d %s\n' $i $n "0123456789abcdefghijklmnopqrstuvwxyz" >> $D/shared || exit 1; n=$((n + 1)); done ) & pids="$pids $!"
+      /zoid/bin/zfsx $D/fsx-$i $ZFSX_OPS $((ZOID_NODE_ID * 100 + i)) > /tmp/smp-zfsx-$i 2>&1 & pids="$pids $!"
+      i=$((i + 1))
+    done
+    for p in $pids; do wait $p || fail "cache=$cache: a process failed: $(cat /tmp/smp-zfsx-*)"; done
+    sync
+    lines=$(wc -l < $D/shared)
+    [ "$lines" = $((P * 50)) ] || fail "cache=$cache: $lines appended records, want $((P * 50))"
+    good=$(grep -c '^p[0-9][0-9] r[0-9][0-9][0-9] 0123456789abcdefghijklmnopqrstuvwxyz$' $D/shared)
+    [ "$good" = "$lines" ] || fail "cache=$cache: $((lines - good)) torn records"
+    dups=$(cut -d' ' -f1,2 $D/shared | sort | uniq -d | wc -l)
+    [ "$dups" = 0 ] || fail "cache=$cache: $dups records twice"
+    umount $M || fail "umount cache=$cache"
+  done
+fi
+barrier 1131
+if [ "$ZOID_ROLE" = ion ]; then
+  # What the CNs saw is what the ION has.
+  for cn in $(seq 1 "$ZOID_CNS"); do
+    for cache in none strict loose; do
+      [ "$(wc -l < $X/cn$cn-$cache/shared)" = $((P * 50)) ] ||
+        fail "cn$cn cache=$cache: $(wc -l < $X/cn$cn-$cache/shared) records on the ION"
+    done
+  done
+  echo > $Z/export
+  rm -rf $X
+fi
+barrier 1132
