@@ -1883,41 +1883,49 @@ static void zoidfs_wb_end(struct zoidfs_wb *wb, unsigned int s, int err)
 
 /*
  * Sends run `s` a page per call, from its folios (still under writeback; a
- * folio written meanwhile is dirty again and goes in a later write-back):
- * again once its handle, found stale, is reconnected, or in the first place
- * when there was no memory to send it whole.
- * Bytes written, or a negative errno.
+ * folio written meanwhile is dirty again and goes in a later write-back),
+ * from its byte `skip` on: again once its handle, found stale, is
+ * reconnected; in the first place when there was no memory to send it
+ * whole; or the rest of it after the ION wrote only part (a full export:
+ * the next call says why, ENOSPC).
+ * Bytes of the run written (`skip` included), or the negative errno of the
+ * call that failed.
  */
-static ssize_t zoidfs_wb_resend(struct zoidfs_wb *wb, unsigned int s)
+static ssize_t zoidfs_wb_resend(struct zoidfs_wb *wb, unsigned int s, size_t skip)
 {
 	struct folio **f = wb->folios + s * wb->max;
 	struct inode *inode = wb->inode;
-	size_t left = wb->pipe.len[s], done = 0;
+	size_t len = wb->pipe.len[s], done = skip, at = 0;
 	loff_t pos = wb->pipe.pos[s];
 	unsigned int i;
 
-	for (i = 0; i < wb->nfolios[s] && left; i++) {
+	for (i = 0; i < wb->nfolios[s] && done < len; i++) {
 		size_t off;
 
-		for (off = 0; off < folio_size(f[i]) && left; off += PAGE_SIZE) {
-			size_t len = min_t(size_t, left, PAGE_SIZE);
-			void *addr = kmap_local_folio(f[i], off);
+		for (off = 0; off < folio_size(f[i]) && done < len; off += PAGE_SIZE, at += PAGE_SIZE) {
+			size_t in_page, n_want;
 			struct zoidfs_attr a;
+			void *addr;
 			ssize_t n;
 			u64 verf;
 
-			n = zoidfs_rs_write(zconn(inode), &ZI(inode)->fh, pos + done, addr, len,
-					    false, &a, &verf);
+			/* Written already: this page, or its first bytes. */
+			if (at + PAGE_SIZE <= done)
+				continue;
+			in_page = done - at;
+			n_want = min_t(size_t, len - done, PAGE_SIZE - in_page);
+			addr = kmap_local_folio(f[i], off);
+			n = zoidfs_rs_write(zconn(inode), &ZI(inode)->fh, pos + done,
+					    (char *)addr + in_page, n_want, false, &a, &verf);
 			kunmap_local(addr);
 			if (n < 0)
-				return done ? done : n;
+				return n;
 			if (n > 0) {
 				zoidfs_set_attr(inode, &a, true);
 				zoidfs_note_unstable(inode, verf, pos + done, n);
 			}
 			done += n;
-			left -= n;
-			if (n < len)
+			if ((size_t)n < n_want)
 				return done;
 		}
 	}
@@ -1934,10 +1942,13 @@ static void zoidfs_wb_finish_one(struct zoidfs_wb *wb)
 
 	n = zoidfs_rs_write_finish(wb->pipe.io[s], &a, &verf);
 	if (n == -ESTALE && !zoidfs_reconnect(wb->inode)) {
-		n = zoidfs_wb_resend(wb, s);
+		n = zoidfs_wb_resend(wb, s, 0);
 	} else if (n > 0) {
 		zoidfs_set_attr(wb->inode, &a, true);
 		zoidfs_note_unstable(wb->inode, verf, wb->pipe.pos[s], n);
+		/* Part written: the rest again, whose failure says why. */
+		if (n < wb->pipe.len[s])
+			n = zoidfs_wb_resend(wb, s, n);
 	}
 	if (n >= 0 && n < wb->pipe.len[s]) {
 		pr_warn_ratelimited("zoidfs: ION wrote %zd of %zu bytes at %lld\n", n,
@@ -2014,7 +2025,7 @@ static void zoidfs_wb_flush(struct zoidfs_wb *wb)
 
 		wb->pipe.pos[s] = wb->start;
 		wb->pipe.len[s] = wb->len;
-		n = zoidfs_wb_resend(wb, s);
+		n = zoidfs_wb_resend(wb, s, 0);
 		zoidfs_wb_end(wb, s, n < 0 ? n : (size_t)n < wb->len ? -EIO : 0);
 		wb->n = 0;
 		wb->len = 0;
