@@ -271,7 +271,7 @@ NO_KMEMLEAK = ["--append", "kmemleak=off"]
 # ION and one CN.
 LEAK_TESTS = ("10-modules-loaded 70-treenet-broadcast 80-zoid-calls 82-zoid-unix "
               "84-zoid-jobs 87-zoidfs-handles 89-zoidfs-special 89-zoidfs-relaxed "
-              "89-ssi-sets 89-ssi-procs 89-ssi-mmap 89-ssi-checkpoint")
+              "89-ssi-sets 89-ssi-procs 89-ssi-mmap 89-ssi-checkpoint 89-faults-alloc")
 
 
 def list_pset(arch, flavor, kdir, name, cns, tests, extra, title, leak_check=False):
