@@ -119,11 +119,19 @@ def kernel_rustfmt():
     record(ok, f"rustfmt (kernel style) on {len(files)} kernel-side files")
 
 
+# vCPUs of every node of an x86_64 pset: real CNs and IONs are many-core,
+# and races between a node's CPUs (softirq against thread, two callers,
+# two writers) only happen on more than one.  Multi-threaded TCG runs
+# them on host threads of their own.  (PPC440 is single-core.)
+X86_64_SMP = "2"
+
+
 def run_pset(arch, flavor, cns, kdir, logdir, timeout, cmd, extra, logname):
     """qemu/pset with `cmd` on every node: (exit ok, its summary.json or None)."""
+    smp = ["--smp", X86_64_SMP] if arch == "x86_64" else []
     ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
                  "--cns", cns, "--kdir", kdir, "--timeout", timeout, "--log", logdir,
-                 "--ion-cmd", cmd, "--cn-cmd", cmd, *extra], logname)
+                 "--ion-cmd", cmd, "--cn-cmd", cmd, *smp, *extra], logname)
     summary_path = os.path.join(logdir, "summary.json")
     if not os.path.exists(summary_path):
         return ok, None
