@@ -23,7 +23,7 @@ if [ "$ZOID_ROLE" = cn ]; then
   # calls (treenet's receive softirq), verified by zoidcall.
   i=0; pids=""
   while [ $i -lt $P ]; do
-    ( $ZC echo 65536 20 > /tmp/smp-echo-$i 2>&1 && $ZC null 100 >> /tmp/smp-echo-$i 2>&1 ) & pids="$pids $!"
+    ( $ZC echo 65536 10 > /tmp/smp-echo-$i 2>&1 && $ZC null 50 >> /tmp/smp-echo-$i 2>&1 ) & pids="$pids $!"
     i=$((i + 1))
   done
   for p in $pids; do wait $p || fail "parallel calls: $(cat /tmp/smp-echo-*)"; done
@@ -36,7 +36,7 @@ if [ "$ZOID_ROLE" = cn ]; then
     i=0; pids=""
     while [ $i -lt $P ]; do
       ( n=0; while [ $n -lt 50 ]; do printf 'p%02d r%03d %s\n' $i $n "0123456789abcdefghijklmnopqrstuvwxyz" >> $D/shared || exit 1; n=$((n + 1)); done ) & pids="$pids $!"
-      /zoid/bin/zfsx $D/fsx-$i $ZFSX_OPS $((ZOID_NODE_ID * 100 + i)) > /tmp/smp-zfsx-$i 2>&1 & pids="$pids $!"
+      /zoid/bin/zfsx $D/fsx-$i $((ZFSX_OPS / 2)) $((ZOID_NODE_ID * 100 + i)) > /tmp/smp-zfsx-$i 2>&1 & pids="$pids $!"
       i=$((i + 1))
     done
     for p in $pids; do wait $p || fail "cache=$cache: a process failed: $(cat /tmp/smp-zfsx-*)"; done
