@@ -19,8 +19,6 @@ Steps (each counted; a failure does not stop the later independent steps):
     with kmemleak, the others without it.
 
 Set ZOID_CHECK_ARCHES="x86_64" (say) to run a subset while developing.
-x86_64's main and kmemleak psets boot 2 vCPUs per node; the power cuts
-and reload loops too with ZOID_CHECK_SMP_ALL=1 (longer than CI allows).
 """
 
 import json
@@ -121,20 +119,16 @@ def kernel_rustfmt():
     record(ok, f"rustfmt (kernel style) on {len(files)} kernel-side files")
 
 
-# vCPUs of the nodes of the x86_64 main and kmemleak psets: real CNs and
-# IONs are many-core, and races between a node's CPUs (softirq against
-# thread, two callers, two writers) only happen on more than one.
-# Multi-threaded TCG runs them on host threads of their own.  (PPC440 is
-# single-core.)  The power cuts and reload loops, three VMs each, boot one
-# vCPU a node unless ZOID_CHECK_SMP_ALL=1: on 2 SMP nodes each they would
-# take CI past its 90 minutes.
+# vCPUs of every node of an x86_64 pset: real CNs and IONs are many-core,
+# and races between a node's CPUs (softirq against thread, two callers,
+# two writers) only happen on more than one.  Multi-threaded TCG runs
+# them on host threads of their own.  (PPC440 is single-core.)
 X86_64_SMP = "2"
-SMP_ALL = os.environ.get("ZOID_CHECK_SMP_ALL") == "1"
 
 
-def run_pset(arch, flavor, cns, kdir, logdir, timeout, cmd, extra, logname, smp_ok=True):
+def run_pset(arch, flavor, cns, kdir, logdir, timeout, cmd, extra, logname):
     """qemu/pset with `cmd` on every node: (exit ok, its summary.json or None)."""
-    smp = ["--smp", X86_64_SMP] if arch == "x86_64" and (smp_ok or SMP_ALL) else []
+    smp = ["--smp", X86_64_SMP] if arch == "x86_64" else []
     ok, _ = run([os.path.join(REPO, "qemu/pset"), "--arch", arch, "--flavor", flavor,
                  "--cns", cns, "--kdir", kdir, "--timeout", timeout, "--log", logdir,
                  "--ion-cmd", cmd, "--cn-cmd", cmd, *smp, *extra], logname)
@@ -348,7 +342,7 @@ def crash_test(arch, flavor, kdir, script, cns, title, extra, must_crash=True, e
     title = f"{arch} " + title.format(cns=cns)
     t0 = time.time()
     ok, summary = run_pset(arch, flavor, cns, kdir, logdir, "1500", cmd, extra,
-                           f"{arch}-{script}", smp_ok=False)
+                           f"{arch}-{script}")
     if summary is None:
         record(False, f"{title} (no summary)")
         return
