@@ -41,7 +41,8 @@ const MAX_JOBS: usize = 64;
 /// Longest job script path.
 pub(crate) const MAX_SCRIPT: usize = 256;
 
-struct JobEntry {
+/// What a job's scripts are told of it.
+struct JobInfo {
     id: u32,
     exec: KVec<u8>,
     args: KVec<u8>,
@@ -51,15 +52,46 @@ struct JobEntry {
     /// Its owner's ION uid and gid (the start's caller, mapped): its
     /// scripts run as them.
     owner: (u32, u32),
+}
+
+impl JobInfo {
+    fn try_clone(&self) -> Result<Self> {
+        Ok(Self {
+            exec: copy(&self.exec)?,
+            args: copy(&self.args)?,
+            mode: copy(&self.mode)?,
+            ..*self
+        })
+    }
+}
+
+struct JobEntry {
+    info: JobInfo,
     /// CN processes in the job: (node, pid).
     members: KVec<(u16, u32)>,
 }
 
-struct State {
+/// The job script and its runner as the knobs said when a script was due:
+/// taken under the lock, run after it (a script may take its time, and
+/// `zoid-rx` takes the lock at every process exit).
+struct Programs {
     script: KVec<u8>,
     /// The program that runs the script as its owner (`job_runner`).
     runner: KVec<u8>,
+}
+
+struct State {
+    programs: Programs,
     jobs: KVec<JobEntry>,
+}
+
+impl State {
+    fn programs(&self) -> Result<Programs> {
+        Ok(Programs {
+            script: copy(&self.programs.script)?,
+            runner: copy(&self.programs.runner)?,
+        })
+    }
 }
 
 /// `job_runner` at load: tools/zoid/zoid-job-run.c, installed there.
@@ -132,8 +164,10 @@ impl Job {
             unix,
             state <- kernel::new_mutex!(
                 State {
-                    script: KVec::new(),
-                    runner,
+                    programs: Programs {
+                        script: KVec::new(),
+                        runner,
+                    },
                     jobs: KVec::new(),
                 },
                 "zoid::job"
@@ -146,24 +180,24 @@ impl Job {
     /// Sets the job runner (absolute path; empty: none, and only jobs
     /// owned by root run their script).
     pub(crate) fn set_runner(&self, path: &[u8]) -> Result {
-        self.state.lock().runner = program_path(path)?;
+        self.state.lock().programs.runner = program_path(path)?;
         Ok(())
     }
 
     /// Shows the job runner path.
     pub(crate) fn with_runner(&self, f: impl FnOnce(&[u8]) -> Result) -> Result {
-        f(&self.state.lock().runner)
+        f(&self.state.lock().programs.runner)
     }
 
     /// Sets the job script (absolute path; empty: none).
     pub(crate) fn set_script(&self, path: &[u8]) -> Result {
-        self.state.lock().script = program_path(path)?;
+        self.state.lock().programs.script = program_path(path)?;
         Ok(())
     }
 
     /// Shows the job script path.
     pub(crate) fn with_script(&self, f: impl FnOnce(&[u8]) -> Result) -> Result {
-        f(&self.state.lock().script)
+        f(&self.state.lock().programs.script)
     }
 
     /// Jobs running now.
@@ -181,7 +215,7 @@ impl Job {
     /// not root has its script run by the job runner, which takes the
     /// owner's uid and gid, drops root and executes the script.  Without a
     /// runner such a job's script does not run (`EACCES`), never as root.
-    fn run_script(&self, st: &State, j: &JobEntry, phase: &[u8], node: u16, wait: Wait) -> Result {
+    fn run_script(&self, st: &Programs, j: &JobInfo, phase: &[u8], node: u16, wait: Wait) -> Result {
         if st.script.is_empty() {
             return Ok(());
         }
@@ -222,19 +256,42 @@ impl Job {
     }
 
     /// Removes the members `gone` selects from every job; a job left with
-    /// none runs its end script and is forgotten.
+    /// none is forgotten and runs its end script, once the lock is let go
+    /// (`zoid-rx` calls this: it waits for the script's start only).
     fn remove_members(&self, node: u16, mut gone: impl FnMut(&(u16, u32)) -> bool) {
-        let mut st = self.state.lock();
-        let mut i = 0;
-        while i < st.jobs.len() {
-            let j = &mut st.jobs[i];
-            let before = j.members.len();
-            j.members.retain(|m| !gone(m));
-            if before != 0 && j.members.is_empty() {
-                let _ = self.run_script(&st, &st.jobs[i], b"0", node, Wait::Exec);
-                let _ = st.jobs.remove(i);
-            } else {
-                i += 1;
+        let mut ended = KVec::new();
+        let programs = {
+            let mut st = self.state.lock();
+            let mut i = 0;
+            while i < st.jobs.len() {
+                let j = &mut st.jobs[i];
+                let before = j.members.len();
+                j.members.retain(|m| !gone(m));
+                if before != 0 && j.members.is_empty() {
+                    if let Ok(j) = st.jobs.remove(i) {
+                        if ended.push(j.info, GFP_KERNEL).is_err() {
+                            // Forgotten without its end script: counted.
+                            self.script_failures.fetch_add(1, Relaxed);
+                        }
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            if ended.is_empty() {
+                return;
+            }
+            st.programs()
+        };
+        for j in ended {
+            match &programs {
+                // Counted as failed by run_script.
+                Ok(p) => {
+                    let _ = self.run_script(p, &j, b"0", node, Wait::Exec);
+                }
+                Err(_) => {
+                    self.script_failures.fetch_add(1, Relaxed);
+                }
             }
         }
     }
@@ -264,50 +321,71 @@ impl job::Server for Job {
         let me = (ctx.node, ctx.creds.pid);
         let mut groups = [0u32; MAX_GROUPS];
         let owner = self.unix.mapped_ids(ctx, &mut groups);
-        let mut st = self.state.lock();
-        if let Some(j) = st.jobs.iter_mut().find(|j| j.id == id) {
-            if !j.members.contains(&me) {
-                j.members.push(me, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+        let (info, programs) = {
+            let mut st = self.state.lock();
+            if let Some(j) = st.jobs.iter_mut().find(|j| j.info.id == id) {
+                if !j.members.contains(&me) {
+                    j.members.push(me, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+                }
+                return Ok(j.members.len() as i64);
             }
-            return Ok(j.members.len() as i64);
-        }
-        if st.jobs.len() >= MAX_JOBS {
-            return Err(errno(EAGAIN));
-        }
-        let mut members = KVec::new();
-        members.push(me, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
-        let j = JobEntry {
-            id,
-            exec: copy(exec).map_err(errno)?,
-            args: copy(args).map_err(errno)?,
-            global_size,
-            local_size,
-            mode: copy(mode).map_err(errno)?,
-            owner,
-            members,
+            if st.jobs.len() >= MAX_JOBS {
+                return Err(errno(EAGAIN));
+            }
+            let mut members = KVec::new();
+            members.push(me, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+            let info = JobInfo {
+                id,
+                exec: copy(exec).map_err(errno)?,
+                args: copy(args).map_err(errno)?,
+                global_size,
+                local_size,
+                mode: copy(mode).map_err(errno)?,
+                owner,
+            };
+            let programs = st.programs().map_err(errno)?;
+            let entry = JobEntry {
+                info: info.try_clone().map_err(errno)?,
+                members,
+            };
+            // Known from now on (others may join it), its start script
+            // run without the lock.
+            st.jobs.push(entry, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+            (info, programs)
         };
-        self.run_script(&st, &j, b"1", ctx.node, Wait::Exit)
-            .map_err(errno)?;
-        st.jobs.push(j, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+        if let Err(e) = self.run_script(&programs, &info, b"1", ctx.node, Wait::Exit) {
+            // The start failed: the job is not.
+            let mut st = self.state.lock();
+            if let Some(i) = st.jobs.iter().position(|j| j.info.id == id) {
+                let _ = st.jobs.remove(i);
+            }
+            return Err(errno(e));
+        }
         Ok(1)
     }
 
     fn job_end(&self, ctx: &Caller, id: u32) -> CallResult {
         let me = (ctx.node, ctx.creds.pid);
-        let mut st = self.state.lock();
-        let i = st
-            .jobs
-            .iter()
-            .position(|j| j.id == id && j.members.contains(&me))
-            .ok_or(errno(ENOENT))?;
-        st.jobs[i].members.retain(|m| *m != me);
-        let left = st.jobs[i].members.len();
-        if left == 0 {
-            let r = self.run_script(&st, &st.jobs[i], b"0", ctx.node, Wait::Exit);
-            let _ = st.jobs.remove(i);
-            r.map_err(errno)?;
-        }
-        Ok(left as i64)
+        let (ended, programs) = {
+            let mut st = self.state.lock();
+            let i = st
+                .jobs
+                .iter()
+                .position(|j| j.info.id == id && j.members.contains(&me))
+                .ok_or(errno(ENOENT))?;
+            st.jobs[i].members.retain(|m| *m != me);
+            let left = st.jobs[i].members.len();
+            if left != 0 {
+                return Ok(left as i64);
+            }
+            let programs = st.programs();
+            let ended = st.jobs.remove(i).map_err(|_| errno(ENOENT))?;
+            (ended, programs)
+        };
+        // Its end script, without the lock.
+        self.run_script(&programs.map_err(errno)?, &ended.info, b"0", ctx.node, Wait::Exit)
+            .map_err(errno)?;
+        Ok(0)
     }
 }
 
