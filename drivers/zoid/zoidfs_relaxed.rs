@@ -177,10 +177,12 @@ impl OpenTable {
                 self.stats.shared.fetch_add(1, Relaxed);
                 // Recalls outstanding (just sent or earlier): wait for them.
                 if relaxed::pending(&f.openers) {
+                    // Room first: a deferred reply is never dropped (and
+                    // so answered, a send) under the table's lock.
+                    f.waiting.reserve(1, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
                     let d = ctx.defer().map_err(errno)?;
-                    // On failure the deferred reply is dropped, which
-                    // answers ECANCELED.
-                    f.waiting.push(d, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+                    // Within the room just made: cannot fail.
+                    let _ = f.waiting.push(d, GFP_KERNEL);
                     self.stats.recall_waits.fetch_add(1, Relaxed);
                     if f.recall_since == 0 {
                         f.recall_since = now_ns().max(1);
@@ -245,10 +247,13 @@ impl OpenTable {
         for f in g.files.iter_mut() {
             f.openers.retain(|o| o.node != node);
             // Its own waiting opens go too (their answers go nowhere).
+            // (One without room in `done` waits on: answered, to nowhere,
+            // at the next settle or expiry, never under this lock.)
             let mut i = 0;
             while i < f.waiting.len() {
-                if f.waiting[i].node() == node {
+                if f.waiting[i].node() == node && done.reserve(1, GFP_ATOMIC).is_ok() {
                     if let Ok(d) = f.waiting.remove(i) {
+                        // Within the room just made: cannot fail.
                         let _ = done.push(d, GFP_ATOMIC);
                     }
                 } else {
@@ -281,14 +286,21 @@ impl OpenTable {
     }
 
     /// Moves `f`'s waiting opens to `done` when no recall is outstanding.
+    /// Those `done` has no room for wait on (answered at the next settle
+    /// or expiry): a deferred reply dropped here would be answered, a
+    /// send, under the table's lock.
     fn release(f: &mut OpenFile, done: &mut KVec<Deferred>) {
         if relaxed::pending(&f.openers) {
             return;
         }
-        f.recall_since = 0;
-        while let Some(d) = f.waiting.pop() {
-            // On failure `d` is dropped: it answers ECANCELED.
-            let _ = done.push(d, GFP_KERNEL);
+        while !f.waiting.is_empty() && done.reserve(1, GFP_KERNEL).is_ok() {
+            if let Some(d) = f.waiting.pop() {
+                // Within the room just made: cannot fail.
+                let _ = done.push(d, GFP_KERNEL);
+            }
+        }
+        if f.waiting.is_empty() {
+            f.recall_since = 0;
         }
     }
 
