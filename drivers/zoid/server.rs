@@ -95,6 +95,10 @@ pub(crate) struct ServerKnobs {
     /// ([`Plugin::softirq_ok`]) run in treenet's receive softirq, which
     /// sends their reply at once; 0: never.
     pub(crate) softirq_calls: Atomic<u32>,
+    /// Bytes of one CN's messages the receive thread's inbox holds at
+    /// most (each weighed in whole pages); a call past it is answered
+    /// `EAGAIN`, anything else dropped (`inbox_refused`).
+    pub(crate) max_inbox_per_cn: Atomic<u32>,
 }
 
 impl ServerKnobs {
@@ -117,6 +121,7 @@ impl ServerKnobs {
             small_bytes: Atomic::new(1024),
             idle_drive: Atomic::new(1),
             softirq_calls: Atomic::new(1),
+            max_inbox_per_cn: Atomic::new(16 << 20),
         }
     }
 }
@@ -127,6 +132,43 @@ enum Inbound {
     Msg(u16, treenet::Message),
     /// A node became unreachable.
     Gone(u16),
+}
+
+/// The receive thread's inbox: messages in arrival order, and the bytes
+/// each CN has in it (until the receive thread handled them).
+struct Inbox {
+    items: KVec<Inbound>,
+    /// (CN, bytes): CNs with messages in the inbox or being handled.
+    bytes: KVec<(u16, usize)>,
+}
+
+impl Inbox {
+    fn bytes_of(&self, node: u16) -> usize {
+        self.bytes.iter().find(|b| b.0 == node).map_or(0, |b| b.1)
+    }
+
+    /// Adds `n` to `node`'s bytes; `false` if there is no room to note it.
+    fn charge(&mut self, node: u16, n: usize) -> bool {
+        if let Some(b) = self.bytes.iter_mut().find(|b| b.0 == node) {
+            b.1 += n;
+            return true;
+        }
+        self.bytes.push((node, n), GFP_KERNEL).is_ok()
+    }
+
+    fn discharge(&mut self, node: u16, n: usize) {
+        if let Some(i) = self.bytes.iter().position(|b| b.0 == node) {
+            self.bytes[i].1 = self.bytes[i].1.saturating_sub(n);
+            if self.bytes[i].1 == 0 {
+                let _ = self.bytes.remove(i);
+            }
+        }
+    }
+}
+
+/// What a message weighs in the inbox: the pages holding it.
+fn inbox_weight(msg: &treenet::Message) -> usize {
+    msg.len().max(1).div_ceil(kernel::page::PAGE_SIZE) * kernel::page::PAGE_SIZE
 }
 
 /// A call waiting for (or held by) a worker.
@@ -252,7 +294,7 @@ pub(crate) struct ServerCore {
     /// Wait time in the queue (µs, log2 buckets).
     pub(crate) queue_wait: Histogram,
     #[pin]
-    inbox: Mutex<KVec<Inbound>>,
+    inbox: Mutex<Inbox>,
     /// Messages pushed to the inbox and not handled yet.
     inbox_pending: Atomic<u32>,
     rx_kicker: Arc<Kicker>,
@@ -620,16 +662,48 @@ impl ServerCore {
     }
 
     fn push(&self, item: Inbound) {
-        let pushed = self.inbox.lock().push(item, GFP_KERNEL);
-        match pushed {
-            Ok(()) => {
-                self.inbox_pending.fetch_add(1, Relaxed);
-            }
-            Err(_) => {
-                self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+        // A CN's messages are weighed against its share of the inbox
+        // (news of a node gone, and an ION's messages to a CN, are not).
+        let charged = match &item {
+            Inbound::Msg(src, msg) if treenet::is_below(*src) => Some((*src, inbox_weight(msg))),
+            _ => None,
+        };
+        let mut inbox = self.inbox.lock();
+        if let Some((src, n)) = charged {
+            let max = self.knobs.max_inbox_per_cn.load(Relaxed) as usize;
+            if inbox.bytes_of(src).saturating_add(n) > max {
+                drop(inbox);
+                if let Inbound::Msg(src, msg) = item {
+                    self.refuse_over_budget(src, &msg);
+                }
+                return;
             }
         }
+        let charged_ok = charged.is_none_or(|(src, n)| inbox.charge(src, n));
+        if !charged_ok || inbox.items.reserve(1, GFP_KERNEL).is_err() {
+            if let Some((src, n)) = charged.filter(|_| charged_ok) {
+                inbox.discharge(src, n);
+            }
+            drop(inbox);
+            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+            return;
+        }
+        // Within the room just made: cannot fail.
+        let _ = inbox.items.push(item, GFP_KERNEL);
+        self.inbox_pending.fetch_add(1, Relaxed);
+        drop(inbox);
         self.rx_kicker.kick();
+    }
+
+    /// A message of a CN over its share of the inbox: a call is answered
+    /// `EAGAIN` at once (without waiting), the rest dropped; counted.
+    fn refuse_over_budget(&self, src: u16, msg: &treenet::Message) {
+        self.stats.c.inbox_refused.fetch_add(1, Relaxed);
+        if let Some(hdr) = header_of(msg).filter(|h| h.kind == MsgKind::Call) {
+            if hdr.flags & FLAG_ASYNC_NOREPLY == 0 {
+                self.send_error(src, &hdr, pos(EAGAIN), None);
+            }
+        }
     }
 
     /// A CN went down or detached: its queued calls are dropped and every
@@ -1128,7 +1202,7 @@ impl ThreadBody for Receiver {
             // Answers that waited for room go first; while some still
             // wait, look again every few ms.
             let waiting = self.core.flush_backlog();
-            let batch = core::mem::take(&mut *self.core.inbox.lock());
+            let batch = core::mem::take(&mut self.core.inbox.lock().items);
             if batch.is_empty() {
                 ctx.wait(if waiting {
                     ms_to_jiffies(BACKLOG_RETRY_MS)
@@ -1139,7 +1213,12 @@ impl ThreadBody for Receiver {
             }
             for item in batch {
                 match item {
-                    Inbound::Msg(src, msg) => self.core.handle(src, msg),
+                    Inbound::Msg(src, msg) => {
+                        let n = inbox_weight(&msg);
+                        self.core.handle(src, msg);
+                        // (A CN's bytes, or nothing if it was not charged.)
+                        self.core.inbox.lock().discharge(src, n);
+                    }
                     Inbound::Gone(node) => self.core.node_gone(node),
                 }
                 self.core.inbox_pending.fetch_sub(1, Relaxed);
@@ -1362,7 +1441,13 @@ impl Server {
                 plugins,
                 f2cn,
                 queue_wait: Histogram::new(),
-                inbox <- kernel::new_mutex!(KVec::new(), "zoid::inbox"),
+                inbox <- kernel::new_mutex!(
+                    Inbox {
+                        items: KVec::new(),
+                        bytes: KVec::new(),
+                    },
+                    "zoid::inbox"
+                ),
                 inbox_pending: Atomic::new(0),
                 backlog <- kernel::new_mutex!(KVec::new(), "zoid::backlog"),
                 rx_kicker,

@@ -37,6 +37,7 @@ counters! {
         deferred_cancelled: "ION: deferred calls a plug-in dropped (answered ECANCELED).",
         errors_sent: "ION: error replies sent.",
         reply_send_failed: "ION: replies treenet could not send.",
+        inbox_refused: "ION: messages of a CN over its share of the receive thread's inbox (max_inbox_per_cn): calls answered EAGAIN, the rest dropped.",
         replies_deferred: "ION: answers of the receive path (errors, attach replies, inline calls) that found their CN's treenet queue full and waited for the receive thread to send them.",
         replies_dropped_backlog: "ION: such answers dropped: the oldest of a CN's once it had max_per_cn of them waiting (a CN that takes no data), or for want of memory.",
         dropped_nomem: "Messages dropped for lack of memory.",

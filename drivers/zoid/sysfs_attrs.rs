@@ -89,6 +89,14 @@ knob!(
     1,
     1024
 );
+knob!(
+    show_max_inbox_per_cn,
+    store_max_inbox_per_cn,
+    |c| c.server.core().knobs,
+    max_inbox_per_cn,
+    1 << 16,
+    1 << 30
+);
 // 0: one fewer than the workers (at least 1).
 knob!(
     show_max_running_per_cn,
@@ -400,7 +408,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 36] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 37] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -412,6 +420,11 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 36] = [
         c"max_running_per_cn",
         show_max_running_per_cn,
         store_max_running_per_cn,
+    ),
+    Attribute::rw(
+        c"max_inbox_per_cn",
+        show_max_inbox_per_cn,
+        store_max_inbox_per_cn,
     ),
     Attribute::rw(c"inline_bytes", show_inline_bytes, store_inline_bytes),
     Attribute::rw(c"small_bytes", show_small_bytes, store_small_bytes),

@@ -10,7 +10,9 @@
 #   plug-in (whatever pids it claims) or `max_relaxed_per_cn` files in
 #   relaxed consistency's table, its next open fails with EAGAIN; nor
 #   every worker: it runs at most one fewer calls at once than there are
-#   workers, and another CN's call is served meanwhile.
+#   workers, and another CN's call is served meanwhile; nor the receive
+#   thread's inbox: past `max_inbox_per_cn` bytes its call is answered
+#   EAGAIN at once (inbox_refused), while calls that skip the inbox go on.
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZU=/zoid/bin/zoidunix
@@ -139,6 +141,31 @@ if [ "$ZOID_ROLE" = cn ]; then
   [ "$(cat $M/held $M/other)" = "held by a CN
 another file" ]
   umount $M
+fi
+# The inbox: at its smallest (64 KiB) no 64 KiB call (17 pages with its
+# header) fits; a null call, handled in treenet's delivery context, does.
+# (No idle worker drives treenet meanwhile: one would take the large call
+# in its own delivery context, past the inbox.)
+if [ "$ZOID_ROLE" = ion ]; then
+  inbox0=$(counter $Z/stats inbox_refused)
+  echo 0 > $Z/idle_drive
+  echo 65536 > $Z/max_inbox_per_cn
+fi
+barrier 8391
+if [ "$ZOID_ROLE" = cn ]; then
+  expect_fail 11 $ZC echo 65536 1 || { echo "a 64 KiB call past max_inbox_per_cn"; exit 1; }
+  $ZC null 10 > /dev/null || { echo "null calls with a small inbox share"; exit 1; }
+fi
+barrier 8392
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(counter $Z/stats inbox_refused)" -ge $((inbox0 + ZOID_CNS)) ] ||
+    { echo "inbox_refused $(counter $Z/stats inbox_refused), was $inbox0"; exit 1; }
+  echo $((16 << 20)) > $Z/max_inbox_per_cn
+  echo 1 > $Z/idle_drive
+fi
+barrier 8393
+if [ "$ZOID_ROLE" = cn ]; then
+  $ZC echo 65536 1 > /dev/null || { echo "a 64 KiB call once the inbox share is back"; exit 1; }
 fi
 barrier 839
 [ "$ZOID_ROLE" != ion ] || echo > $Z/export
