@@ -215,7 +215,14 @@ impl Job {
     /// not root has its script run by the job runner, which takes the
     /// owner's uid and gid, drops root and executes the script.  Without a
     /// runner such a job's script does not run (`EACCES`), never as root.
-    fn run_script(&self, st: &Programs, j: &JobInfo, phase: &[u8], node: u16, wait: Wait) -> Result {
+    fn run_script(
+        &self,
+        st: &Programs,
+        j: &JobInfo,
+        phase: &[u8],
+        node: u16,
+        wait: Wait,
+    ) -> Result {
         if st.script.is_empty() {
             return Ok(());
         }
@@ -383,8 +390,14 @@ impl job::Server for Job {
             (ended, programs)
         };
         // Its end script, without the lock.
-        self.run_script(&programs.map_err(errno)?, &ended.info, b"0", ctx.node, Wait::Exit)
-            .map_err(errno)?;
+        self.run_script(
+            &programs.map_err(errno)?,
+            &ended.info,
+            b"0",
+            ctx.node,
+            Wait::Exit,
+        )
+        .map_err(errno)?;
         Ok(0)
     }
 }

@@ -179,7 +179,9 @@ impl OpenTable {
                 if relaxed::pending(&f.openers) {
                     // Room first: a deferred reply is never dropped (and
                     // so answered, a send) under the table's lock.
-                    f.waiting.reserve(1, GFP_KERNEL).map_err(|_| errno(ENOMEM))?;
+                    f.waiting
+                        .reserve(1, GFP_KERNEL)
+                        .map_err(|_| errno(ENOMEM))?;
                     let d = ctx.defer().map_err(errno)?;
                     // Within the room just made: cannot fail.
                     let _ = f.waiting.push(d, GFP_KERNEL);
