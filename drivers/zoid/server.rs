@@ -50,7 +50,7 @@ use crate::zoid_kernel::time::{ms_to_jiffies, now_ns};
 use crate::zoid_proto::zoid::ledger::Admit;
 use crate::zoid_proto::zoid::plugin::{DispatchError, Reply};
 use crate::zoid_proto::zoid::sched::{
-    classify, CallScheduler, Priority, QueuedCall, DEFAULT_AGING,
+    classify, CallScheduler, Priority, QueuedCall, SchedError, DEFAULT_AGING,
 };
 use crate::zoid_proto::zoid::wire::{
     split_call, AttachReply, AttachRequest, CallHeader, Groups, MsgKind, ATTACH_REPLY_LEN,
@@ -99,6 +99,10 @@ pub(crate) struct ServerKnobs {
     /// most (each weighed in whole pages); a call past it is answered
     /// `EAGAIN`, anything else dropped (`inbox_refused`).
     pub(crate) max_inbox_per_cn: Atomic<u32>,
+    /// Bytes of requests one CN's queued and running calls hold at most
+    /// (a CN with none may always send one); past it its calls get
+    /// `EAGAIN` (`busy_bytes`).
+    pub(crate) max_bytes_per_cn: Atomic<u32>,
 }
 
 impl ServerKnobs {
@@ -122,6 +126,7 @@ impl ServerKnobs {
             idle_drive: Atomic::new(1),
             softirq_calls: Atomic::new(1),
             max_inbox_per_cn: Atomic::new(16 << 20),
+            max_bytes_per_cn: Atomic::new(64 << 20),
         }
     }
 }
@@ -883,6 +888,7 @@ impl ServerCore {
             }
         };
         let args_len = buf.len() - args_at;
+        let request_len = buf.len();
         let inline = self.knobs.inline_bytes.load(Relaxed) as usize;
         if inline > 0 && buf.len() <= inline && plugin.inline_ok(hdr.function) {
             self.stats.c.calls_inline.fetch_add(1, Relaxed);
@@ -932,6 +938,8 @@ impl ServerCore {
             let mut q = self.queue.lock();
             q.sched.set_max_per_cn(self.knobs.max_per_cn.load(Relaxed));
             q.sched.set_max_running_per_cn(self.knobs.running_per_cn());
+            q.sched
+                .set_max_bytes_per_cn(u64::from(self.knobs.max_bytes_per_cn.load(Relaxed)));
             match q.store(work) {
                 Err(_) => Some(pos(ENOMEM)),
                 Ok(handle) => {
@@ -939,15 +947,20 @@ impl ServerCore {
                         handle,
                         cn: src,
                         class,
-                        bytes: args_len as u32,
+                        // What it holds here: its request (at most
+                        // max_request, a u32).
+                        bytes: request_len as u32,
                     };
                     match q.sched.enqueue(call) {
                         Ok(()) => {
                             q.give_to_idle_worker(&self.stats, self.driver.load(Relaxed));
                             None
                         }
-                        Err(_) => {
+                        Err(e) => {
                             q.release(handle);
+                            if e == SchedError::CnOverBytes {
+                                self.stats.c.busy_bytes.fetch_add(1, Relaxed);
+                            }
                             Some(pos(EAGAIN))
                         }
                     }
@@ -1294,7 +1307,7 @@ impl Worker {
                 return Some((call, w));
             }
             // A slot emptied by node_gone: nothing to run.
-            q.sched.done(call.cn);
+            q.sched.done(call.cn, call.bytes);
         }
     }
 
@@ -1409,7 +1422,7 @@ impl ThreadBody for Worker {
             }
             drop(work);
             let mut q = self.core.queue.lock();
-            q.sched.done(call.cn);
+            q.sched.done(call.cn, call.bytes);
             q.busy -= 1;
         }
     }

@@ -31,6 +31,7 @@ counters! {
         e2big: "Calls refused with E2BIG (request or reply over the limit).",
         enosys: "Calls refused with ENOSYS (no such plug-in or function).",
         busy: "ION: calls refused with EAGAIN (queue or per-CN cap full).",
+        busy_bytes: "ION: calls answered EAGAIN because their CN's queued and running calls held max_bytes_per_cn bytes of requests (also counted in busy).",
         dispatch_errors: "ION: calls refused by argument checks.",
         calls_deferred: "ION: calls a plug-in answers later (deferred replies).",
         deferred_replies: "ION: deferred replies sent.",

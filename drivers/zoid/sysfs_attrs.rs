@@ -90,6 +90,14 @@ knob!(
     1024
 );
 knob!(
+    show_max_bytes_per_cn,
+    store_max_bytes_per_cn,
+    |c| c.server.core().knobs,
+    max_bytes_per_cn,
+    1 << 16,
+    1 << 30
+);
+knob!(
     show_max_inbox_per_cn,
     store_max_inbox_per_cn,
     |c| c.server.core().knobs,
@@ -408,7 +416,7 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 37] = [
+pub(crate) static ATTRS: [Attribute<Ctx>; 38] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -420,6 +428,11 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 37] = [
         c"max_running_per_cn",
         show_max_running_per_cn,
         store_max_running_per_cn,
+    ),
+    Attribute::rw(
+        c"max_bytes_per_cn",
+        show_max_bytes_per_cn,
+        store_max_bytes_per_cn,
     ),
     Attribute::rw(
         c"max_inbox_per_cn",

@@ -504,7 +504,7 @@ mod marshal_tests {
         assert_eq!(s.next().map(|c| c.handle), Some(2));
         assert_eq!(s.next().map(|c| c.handle), Some(1));
         assert_eq!(s.next(), None);
-        assert!(s.done(5));
+        assert!(s.done(5, 0));
         assert_eq!(s.enqueue(call(4, 5, Priority::Small)), Ok(()));
     }
 }

@@ -12,7 +12,11 @@
 #   every worker: it runs at most one fewer calls at once than there are
 #   workers, and another CN's call is served meanwhile; nor the receive
 #   thread's inbox: past `max_inbox_per_cn` bytes its call is answered
-#   EAGAIN at once (inbox_refused), while calls that skip the inbox go on.
+#   EAGAIN at once (inbox_refused), while calls that skip the inbox go on;
+#   nor the ION's memory: past `max_bytes_per_cn` bytes of requests held
+#   by its queued and running calls its next call is refused with EAGAIN
+#   (busy_bytes), while a CN with no call outstanding may send one of any
+#   size.
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZU=/zoid/bin/zoidunix
@@ -166,6 +170,35 @@ fi
 barrier 8393
 if [ "$ZOID_ROLE" = cn ]; then
   $ZC echo 65536 1 > /dev/null || { echo "a 64 KiB call once the inbox share is back"; exit 1; }
+fi
+# Bytes held: at the smallest share (64 KiB), CN 1, with a call sleeping
+# on the ION, has no room for a 64 KiB call; the other CNs, with nothing
+# outstanding, send theirs.
+if [ "$ZOID_ROLE" = ion ]; then
+  bytes0=$(counter $Z/stats busy_bytes)
+  echo 65536 > $Z/max_bytes_per_cn
+fi
+barrier 8394
+if [ "$ZOID_NODE" = cn1 ]; then
+  $ZC sleep 4000 > /tmp/sleep1.out & s1=$!
+  sleep 1.5
+  expect_fail 11 $ZC echo 65536 1 || { echo "a 64 KiB call past max_bytes_per_cn"; exit 1; }
+  wait $s1 || { echo "the sleeping call:"; cat /tmp/sleep1.out; exit 1; }
+  # (The sleeping call is done once its answer is sent: a moment later.)
+  n=0
+  until $ZC echo 65536 1 > /dev/null 2>&1; do
+    n=$((n + 1)); [ $n -lt 10 ] || { echo "a 64 KiB call with nothing outstanding"; exit 1; }
+    sleep 0.2
+  done
+elif [ "$ZOID_ROLE" = cn ]; then
+  sleep 1.5
+  $ZC echo 65536 1 > /dev/null || { echo "another CN's 64 KiB call while CN 1 is at its share"; exit 1; }
+fi
+barrier 8395
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(counter $Z/stats busy_bytes)" -ge $((bytes0 + 1)) ] ||
+    { echo "busy_bytes $(counter $Z/stats busy_bytes), was $bytes0"; exit 1; }
+  echo $((64 << 20)) > $Z/max_bytes_per_cn
 fi
 barrier 839
 [ "$ZOID_ROLE" != ion ] || echo > $Z/export

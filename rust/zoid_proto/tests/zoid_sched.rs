@@ -46,7 +46,7 @@ fn highest_class_first_fifo_within() {
     assert_eq!(s.next(), None);
     // Interleaved: a later urgent call overtakes queued small ones.
     for _ in 0..6 {
-        assert!(s.done(1));
+        assert!(s.done(1, 0));
     }
     s.enqueue(call(10, 2, Small)).unwrap();
     s.enqueue(call(11, 3, Small)).unwrap();
@@ -75,12 +75,12 @@ fn per_cn_limit_counts_queued_and_running() {
         s.enqueue(call(3, 7, Priority::Small)),
         Err(SchedError::CnOverLimit)
     );
-    assert!(s.done(7));
+    assert!(s.done(7, 0));
     assert_eq!(s.outstanding(7), 1);
     s.enqueue(call(3, 7, Priority::Small)).unwrap();
     // `done` without a running call changes nothing.
-    assert!(!s.done(7));
-    assert!(!s.done(99));
+    assert!(!s.done(7, 0));
+    assert!(!s.done(99, 0));
     assert_eq!(s.outstanding(7), 2);
     // Lowering the limit keeps what was accepted.
     s.set_max_per_cn(1);
@@ -116,7 +116,7 @@ fn a_cn_at_its_running_limit_waits_while_others_run() {
     assert_eq!(s.next(), None);
     assert_eq!(s.queued(), 2);
     // One of CN 1's ends: its next one runs, in order.
-    assert!(s.done(1));
+    assert!(s.done(1, 0));
     assert_eq!(s.next().map(|c| c.handle), Some(2));
     assert_eq!(s.next(), None);
     // No limit: the rest runs.
@@ -141,12 +141,12 @@ fn total_capacity_includes_running_calls() {
         s.enqueue(call(9, 5, Priority::Urgent)),
         Err(SchedError::Full)
     );
-    assert!(s.done(c.cn));
+    assert!(s.done(c.cn, 0));
     s.enqueue(call(9, 5, Priority::Urgent)).unwrap();
     // Four distinct CNs fill the per-CN table too.
     assert_eq!(drain(&mut s), [9, 1, 2, 3]);
     for cn in [1, 0, 1, 5] {
-        assert!(s.done(cn));
+        assert!(s.done(cn, 0));
     }
     assert_eq!(s.running(), 0);
     for cn in 10..14 {
@@ -196,7 +196,7 @@ fn drop_cn_removes_only_its_queued_calls() {
     assert_eq!(s.drop_cn(1, |_| panic!("nothing left")), 0);
     assert_eq!(s.drop_cn(3, |_| panic!("unknown CN")), 0);
     assert_eq!((s.depth(Urgent), s.depth(Small), s.depth(Bulk)), (0, 1, 1));
-    assert!(s.done(1));
+    assert!(s.done(1, 0));
     assert_eq!(s.outstanding(1), 0);
     s.enqueue(call(7, 2, Bulk)).unwrap();
     assert_eq!(drain(&mut s), [5, 3, 7]);
@@ -239,7 +239,7 @@ fn picks_under_pressure(aging: u32, lower: &[Priority], n: usize) -> Vec<Priorit
             refill(&mut s, c);
         }
         let c = s.next().unwrap();
-        assert!(s.done(1));
+        assert!(s.done(1, 0));
         out.push(c.class);
     }
     out
@@ -301,6 +301,44 @@ fn aging_lets_bulk_through() {
 }
 
 #[test]
+fn byte_budget_counts_queued_and_running_and_always_lets_one_in() {
+    let mut s = CallScheduler::<16>::new(16, 0);
+    s.set_max_bytes_per_cn(100);
+    let sized = |handle, cn, bytes| QueuedCall {
+        bytes,
+        ..call(handle, cn, Priority::Small)
+    };
+    // One call larger than the budget: a CN with nothing outstanding is
+    // never stopped outright.
+    s.enqueue(sized(1, 1, 500)).unwrap();
+    assert_eq!(s.bytes_held(1), 500);
+    assert_eq!(s.enqueue(sized(2, 1, 1)), Err(SchedError::CnOverBytes));
+    assert_eq!(SchedError::CnOverBytes.errno(), EAGAIN);
+    // Another CN has a budget of its own.
+    s.enqueue(sized(3, 2, 60)).unwrap();
+    s.enqueue(sized(4, 2, 40)).unwrap();
+    assert_eq!(s.enqueue(sized(5, 2, 1)), Err(SchedError::CnOverBytes));
+    // Running calls still hold their bytes, until done.
+    let first = s.next().unwrap();
+    assert_eq!((first.handle, first.bytes), (1, 500));
+    assert_eq!(s.enqueue(sized(2, 1, 1)), Err(SchedError::CnOverBytes));
+    assert!(s.done(first.cn, first.bytes));
+    assert_eq!(s.bytes_held(1), 0);
+    s.enqueue(sized(2, 1, 100)).unwrap();
+    // A queued call taken back (Cancel) or dropped with its CN frees its
+    // bytes.
+    assert_eq!(s.remove(2, 4).map(|c| c.bytes), Some(40));
+    assert_eq!(s.bytes_held(2), 60);
+    s.enqueue(sized(5, 2, 40)).unwrap();
+    assert_eq!(s.drop_cn(2, |_| {}), 2);
+    assert_eq!(s.bytes_held(2), 0);
+    // 0: no limit.
+    s.set_max_bytes_per_cn(0);
+    s.enqueue(sized(6, 1, u32::MAX)).unwrap();
+    assert_eq!(s.bytes_held(1), 100 + u64::from(u32::MAX));
+}
+
+#[test]
 fn classify_by_hint_and_size() {
     assert_eq!(classify(10, 4096, true), Priority::Urgent);
     assert_eq!(classify(1 << 20, 4096, true), Priority::Urgent);
@@ -324,6 +362,7 @@ enum Op {
     Remove(u16, u32),
     SetMax(u32),
     SetMaxRunning(u32),
+    SetMaxBytes(u64),
     SetAging(u32),
 }
 
@@ -336,6 +375,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u16..5, 0u32..40).prop_map(|(cn, h)| Op::Remove(cn, h)),
         1 => (0u32..5).prop_map(Op::SetMax),
         1 => (0u32..4).prop_map(Op::SetMaxRunning),
+        1 => prop_oneof![Just(0u64), 1u64..400].prop_map(Op::SetMaxBytes),
         1 => (0u32..4).prop_map(Op::SetAging),
     ]
 }
@@ -344,8 +384,9 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Default)]
 struct Model {
     queues: [VecDeque<QueuedCall>; 3],
-    running: Vec<u16>,
+    running: Vec<QueuedCall>,
     max: u32,
+    max_bytes: u64,
     max_running: u32,
     aging: u32,
     passed: [u32; 3],
@@ -354,8 +395,18 @@ struct Model {
 impl Model {
     fn outstanding(&self, cn: u16) -> u32 {
         let q = self.queues.iter().flatten().filter(|c| c.cn == cn).count();
-        let r = self.running.iter().filter(|&&c| c == cn).count();
+        let r = self.running.iter().filter(|c| c.cn == cn).count();
         (q + r) as u32
+    }
+
+    fn bytes(&self, cn: u16) -> u64 {
+        self.queues
+            .iter()
+            .flatten()
+            .chain(&self.running)
+            .filter(|c| c.cn == cn)
+            .map(|c| u64::from(c.bytes))
+            .sum()
     }
 
     fn tracked(&self) -> usize {
@@ -365,6 +416,10 @@ impl Model {
     fn enqueue(&mut self, c: QueuedCall) -> Result<(), SchedError> {
         if self.outstanding(c.cn) >= self.max {
             return Err(SchedError::CnOverLimit);
+        }
+        let held = self.bytes(c.cn);
+        if self.max_bytes != 0 && held != 0 && held + u64::from(c.bytes) > self.max_bytes {
+            return Err(SchedError::CnOverBytes);
         }
         if self.tracked() >= CAP {
             return Err(SchedError::Full);
@@ -386,7 +441,7 @@ impl Model {
         // in the others, highest first.
         let may_run = |cn: u16| {
             self.max_running == 0
-                || (self.running.iter().filter(|&&c| c == cn).count() as u32) < self.max_running
+                || (self.running.iter().filter(|c| c.cn == cn).count() as u32) < self.max_running
         };
         let (class, i) = std::iter::once(first)
             .chain((0..3).filter(|&c| c != first))
@@ -405,7 +460,7 @@ impl Model {
                 self.passed[x] += 1;
             }
         }
-        self.running.push(call.cn);
+        self.running.push(call);
         Some(call)
     }
 }
@@ -424,7 +479,7 @@ proptest! {
             match op {
                 Op::Enqueue(cn, c) => {
                     let class = Priority::ALL[usize::from(c)];
-                    let call = QueuedCall { handle: next_handle, cn, class, bytes: next_handle * 10 };
+                    let call = QueuedCall { handle: next_handle, cn, class, bytes: (next_handle * 37) % 150 };
                     let before = s.outstanding(cn);
                     let r = s.enqueue(call);
                     prop_assert_eq!(r, m.enqueue(call));
@@ -443,10 +498,10 @@ proptest! {
                 }
                 Op::Done(i) => {
                     if m.running.is_empty() {
-                        prop_assert!(!s.done(0));
+                        prop_assert!(!s.done(0, 0));
                     } else {
-                        let cn = m.running.remove(i % m.running.len());
-                        prop_assert!(s.done(cn));
+                        let c = m.running.remove(i % m.running.len());
+                        prop_assert!(s.done(c.cn, c.bytes));
                     }
                 }
                 Op::DropCn(cn) => {
@@ -495,6 +550,10 @@ proptest! {
                     s.set_max_running_per_cn(x);
                     m.max_running = x;
                 }
+                Op::SetMaxBytes(x) => {
+                    s.set_max_bytes_per_cn(x);
+                    m.max_bytes = x;
+                }
                 Op::SetAging(k) => {
                     s.set_aging(k);
                     m.aging = k;
@@ -507,6 +566,7 @@ proptest! {
             }
             for cn in 0..5 {
                 prop_assert_eq!(s.outstanding(cn), m.outstanding(cn));
+                prop_assert_eq!(s.bytes_held(cn), m.bytes(cn));
             }
         }
         // Drain (no running limit, so nothing waits for a done): every
@@ -518,12 +578,13 @@ proptest! {
             *returned.get_mut(&c.handle).unwrap() += 1;
         }
         prop_assert!(returned.values().all(|&n| n == 1), "{:?}", returned);
-        for cn in m.running.drain(..) {
-            prop_assert!(s.done(cn));
+        for c in m.running.drain(..) {
+            prop_assert!(s.done(c.cn, c.bytes));
         }
         prop_assert_eq!(s.running(), 0);
         for cn in 0..5 {
             prop_assert_eq!(s.outstanding(cn), 0);
+            prop_assert_eq!(s.bytes_held(cn), 0);
         }
     }
 }

@@ -1378,7 +1378,7 @@ impl Sim {
         }
         self.workers_busy -= 1;
         if let Some(w) = self.release_work(handle) {
-            self.sched.done(w.origin as u16);
+            self.sched.done(w.origin as u16, w.hdr.arg_len);
             self.m.calls_run += 1;
             self.send_reply(w.origin, &w.hdr, w.reply_len, 0);
         }

@@ -11,7 +11,12 @@
 //! scheduler tracks at most `CAP` calls in all (queued plus running, so
 //! `CAP` is the queue depth plus the number of workers).  A call over
 //! either limit is refused ([`SchedError`]) and the ION answers it with
-//! `EAGAIN`.  A CN also runs at most `max_running_per_cn` calls at once
+//! `EAGAIN`.  A CN's calls also hold at most `max_bytes_per_cn` bytes of
+//! requests ([`CallScheduler::set_max_bytes_per_cn`]; 0: no limit), each
+//! call weighing its [`QueuedCall::bytes`] from its queueing to its
+//! [`CallScheduler::done`]: a CN with nothing outstanding may always queue
+//! one call, however large, so the limit never stops a CN outright.  A CN
+//! also runs at most `max_running_per_cn` calls at once
 //! ([`CallScheduler::set_max_running_per_cn`]; 0: no limit): its other
 //! calls wait, queued, while the next pick passes them over for another
 //! CN's, so that with fewer than the workers a CN cannot hold every
@@ -102,7 +107,8 @@ pub struct QueuedCall {
     pub cn: u16,
     /// Priority class.
     pub class: Priority,
-    /// Data volume (for statistics; see [`classify`]).
+    /// What the call holds on the ION until it ends (its request's
+    /// length), weighed against the CN's `max_bytes_per_cn`.
     pub bytes: u32,
 }
 
@@ -113,6 +119,9 @@ pub enum SchedError {
     Full,
     /// The CN has `max_per_cn` calls outstanding already.
     CnOverLimit,
+    /// The CN's outstanding calls hold `max_bytes_per_cn` bytes already
+    /// (with this one's).
+    CnOverBytes,
 }
 
 impl SchedError {
@@ -143,6 +152,8 @@ struct CnLoad {
     cn: u16,
     queued: u32,
     running: u32,
+    /// Bytes its queued and running calls hold.
+    bytes: u64,
 }
 
 impl CnLoad {
@@ -176,6 +187,8 @@ pub struct CallScheduler<const CAP: usize> {
     /// Running calls.
     running: usize,
     max_per_cn: u32,
+    /// Bytes one CN's outstanding calls may hold (0: no limit).
+    max_bytes_per_cn: u64,
     /// Calls one CN may run at once (0: no limit).
     max_running_per_cn: u32,
     aging: u32,
@@ -208,6 +221,7 @@ impl<const CAP: usize> CallScheduler<CAP> {
             cn: 0,
             queued: 0,
             running: 0,
+            bytes: 0,
         };
         Self {
             slots: [EMPTY; CAP],
@@ -221,6 +235,7 @@ impl<const CAP: usize> CallScheduler<CAP> {
             tracked: 0,
             running: 0,
             max_per_cn,
+            max_bytes_per_cn: 0,
             max_running_per_cn: 0,
             aging,
             passed: [0; 3],
@@ -243,6 +258,17 @@ impl<const CAP: usize> CallScheduler<CAP> {
     /// The per-CN limit.
     pub const fn max_per_cn(&self) -> u32 {
         self.max_per_cn
+    }
+
+    /// Sets how many bytes one CN's outstanding calls may hold (0: no
+    /// limit).  Lowering it keeps the calls already accepted.
+    pub fn set_max_bytes_per_cn(&mut self, max: u64) {
+        self.max_bytes_per_cn = max;
+    }
+
+    /// The per-CN limit of bytes held (0: none).
+    pub const fn max_bytes_per_cn(&self) -> u64 {
+        self.max_bytes_per_cn
     }
 
     /// Sets how many calls one CN may run at once (0: no limit).
@@ -293,6 +319,11 @@ impl<const CAP: usize> CallScheduler<CAP> {
         self.find_cn(cn).map_or(0, |i| self.cns[i].outstanding())
     }
 
+    /// Bytes the queued and running calls of `cn` hold.
+    pub fn bytes_held(&self, cn: u16) -> u64 {
+        self.find_cn(cn).map_or(0, |i| self.cns[i].bytes)
+    }
+
     /// Index of `cn`'s load entry.
     fn find_cn(&self, cn: u16) -> Option<usize> {
         self.cns[..self.cn_high]
@@ -321,6 +352,7 @@ impl<const CAP: usize> CallScheduler<CAP> {
             cn,
             queued: 0,
             running: 0,
+            bytes: 0,
         };
         Some(i)
     }
@@ -328,10 +360,18 @@ impl<const CAP: usize> CallScheduler<CAP> {
     /// Queues `call` at the end of its class.
     ///
     /// `CnOverLimit` if its CN has `max_per_cn` calls outstanding (checked
-    /// first), `Full` if `CAP` calls are tracked.
+    /// first), `CnOverBytes` if it has some whose bytes and this call's
+    /// exceed `max_bytes_per_cn`, `Full` if `CAP` calls are tracked.
     pub fn enqueue(&mut self, call: QueuedCall) -> Result<(), SchedError> {
         if self.outstanding(call.cn) >= self.max_per_cn {
             return Err(SchedError::CnOverLimit);
+        }
+        let held = self.bytes_held(call.cn);
+        if self.max_bytes_per_cn != 0
+            && held != 0
+            && held.saturating_add(u64::from(call.bytes)) > self.max_bytes_per_cn
+        {
+            return Err(SchedError::CnOverBytes);
         }
         if self.tracked >= CAP {
             return Err(SchedError::Full);
@@ -353,6 +393,7 @@ impl<const CAP: usize> CallScheduler<CAP> {
             return Err(SchedError::Full);
         };
         self.cns[load].queued += 1;
+        self.cns[load].bytes += u64::from(call.bytes);
         self.tracked += 1;
         self.slots[slot - 1] = Slot { call, next: NIL };
         let c = call.class.index();
@@ -451,16 +492,19 @@ impl<const CAP: usize> CallScheduler<CAP> {
         Some(call)
     }
 
-    /// A running call of `cn` ended.  Returns `false` (and changes
-    /// nothing) if `cn` had no running call.
-    pub fn done(&mut self, cn: u16) -> bool {
+    /// A running call of `cn` holding `bytes` ended (the `cn` and `bytes`
+    /// of a call [`next`](Self::next) handed out).  Returns `false` (and
+    /// changes nothing) if `cn` had no running call.
+    pub fn done(&mut self, cn: u16, bytes: u32) -> bool {
         let Some(i) = self.find_cn(cn) else {
             return false;
         };
         if self.cns[i].running == 0 {
             return false;
         }
-        self.cns[i].running -= 1;
+        let l = &mut self.cns[i];
+        l.bytes = l.bytes.saturating_sub(u64::from(bytes));
+        l.running -= 1;
         self.running -= 1;
         self.tracked -= 1;
         true
@@ -490,7 +534,9 @@ impl<const CAP: usize> CallScheduler<CAP> {
                     self.passed[c] = 0;
                 }
                 if let Some(i) = self.find_cn(call.cn) {
-                    self.cns[i].queued -= 1;
+                    let l = &mut self.cns[i];
+                    l.queued -= 1;
+                    l.bytes = l.bytes.saturating_sub(u64::from(call.bytes));
                 }
                 self.tracked -= 1;
                 removed += 1;
