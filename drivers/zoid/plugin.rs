@@ -10,7 +10,7 @@
 //! plug-ins are active is visible and switchable through
 //! `/sys/kernel/zoid/modules` (ZOID's `ZOID_MODULES`).
 
-use crate::call_ledger::Ledgers;
+use crate::answers::Answers;
 use crate::stats::Stats;
 use crate::zoid_kernel::cred::Creds;
 use crate::zoid_proto::zoid::plugin::{ret_reply, CallResult, DispatchError, Reply, REPLY_RET_LEN};
@@ -35,22 +35,24 @@ pub(crate) struct Caller {
     /// Set by [`Caller::defer`]: the worker sends no reply.
     deferred: Cell<bool>,
     stats: Arc<Stats>,
-    /// Where the call ends once answered (none in KUnit tests).
-    ledger: Option<Arc<Ledgers>>,
+    /// How a deferred answer goes out, and where the call ends once
+    /// answered (none in KUnit tests and treenet's softirq, where no call
+    /// is deferred).
+    answers: Option<Arc<Answers>>,
 }
 
 impl Caller {
     /// The caller of the call `call` from `node`; `deferrable` says whether
     /// the function's reply is `ret` alone (the declaration's
-    /// `reply_is_ret_only`); `ledger`, the ION's, ends a deferred call
-    /// when it is answered.
+    /// `reply_is_ret_only`); `answers`, the ION's, sends a deferred call's
+    /// answer and ends the call in the ledger.
     pub(crate) fn new(
         node: u16,
         creds: Creds,
         call: &CallHeader,
         deferrable: bool,
         stats: Arc<Stats>,
-        ledger: Option<Arc<Ledgers>>,
+        answers: Option<Arc<Answers>>,
     ) -> Self {
         Self {
             node,
@@ -59,7 +61,7 @@ impl Caller {
             deferrable,
             deferred: Cell::new(false),
             stats,
-            ledger,
+            answers,
         }
     }
 
@@ -81,7 +83,7 @@ impl Caller {
             node: self.node,
             call: self.call,
             stats: self.stats.clone(),
-            ledger: self.ledger.clone(),
+            answers: self.answers.clone(),
             answered: false,
         })
     }
@@ -99,13 +101,13 @@ impl Caller {
 
 /// The reply of a deferred call ([`Caller::defer`]).  Dropping it
 /// unanswered answers `ECANCELED`, so a caller never waits on a reply a
-/// plug-in forgot.  Answering may sleep (treenet flow control): never
-/// answer or drop one under a spinlock.
+/// plug-in forgot.  Answering never waits for the CN ([`Answers`]) but
+/// may allocate: never answer or drop one under a spinlock.
 pub(crate) struct Deferred {
     node: u16,
     call: CallHeader,
     stats: Arc<Stats>,
-    ledger: Option<Arc<Ledgers>>,
+    answers: Option<Arc<Answers>>,
     answered: bool,
 }
 
@@ -121,29 +123,42 @@ impl Deferred {
     }
 
     /// Answers the call with `result` (`Ok(ret)` or `Err(positive errno)`).
-    /// Fails if treenet cannot send (the CN is gone, for instance).
+    /// Fails if treenet refuses the answer (the CN is gone, for
+    /// instance); one waiting for room in the CN's queue is sent later.
     pub(crate) fn reply(mut self, result: CallResult) -> Result {
         self.answer(result)
     }
 
     fn answer(&mut self, result: CallResult) -> Result {
         self.answered = true;
-        let r = self.send_answer(result);
-        if let Some(ledger) = &self.ledger {
-            ledger.finish(self.node, self.call.tag, r.is_ok());
-        }
-        r
-    }
-
-    fn send_answer(&self, result: CallResult) -> Result {
+        let tag = self.call.tag;
         if self.call.flags & FLAG_ASYNC_NOREPLY != 0 {
+            if let Some(answers) = &self.answers {
+                answers.answered(self.node, Some(tag), true);
+            }
             return Ok(());
         }
         let mut msg = [0u8; HEADER_LEN + REPLY_RET_LEN];
         let (head, body) = msg.split_at_mut(HEADER_LEN);
-        let r = ret_reply(result, body).map_err(|_| EINVAL)?;
+        let r = match ret_reply(result, body) {
+            Ok(r) => r,
+            Err(_) => {
+                if let Some(answers) = &self.answers {
+                    answers.answered(self.node, Some(tag), false);
+                }
+                return Err(EINVAL);
+            }
+        };
         head.copy_from_slice(&crate::server::reply_header(&self.call, r.errno, r.len));
-        crate::server::send_reply(&self.stats, self.node, &msg[..HEADER_LEN + r.len])?;
+        let msg = &msg[..HEADER_LEN + r.len];
+        match &self.answers {
+            Some(answers) => {
+                if !answers.answer(self.node, msg, Some(tag)) {
+                    return Err(EHOSTUNREACH);
+                }
+            }
+            None => crate::server::send_reply(&self.stats, self.node, msg)?,
+        }
         self.stats.c.deferred_replies.fetch_add(1, Relaxed);
         Ok(())
     }

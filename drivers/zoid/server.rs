@@ -35,6 +35,7 @@
 //! anything behind a queued message, goes through the receive thread in
 //! arrival order.
 
+use crate::answers::Answers;
 use crate::call_ledger::Ledgers;
 use crate::f2cn::F2cn;
 use crate::plugin::{Caller, Plugin, Registry};
@@ -101,7 +102,9 @@ pub(crate) struct ServerKnobs {
     pub(crate) max_inbox_per_cn: Atomic<u32>,
     /// Bytes of requests one CN's queued and running calls hold at most
     /// (a CN with none may always send one); past it its calls get
-    /// `EAGAIN` (`busy_bytes`).
+    /// `EAGAIN` (`busy_bytes`).  Its answers waiting for room in its
+    /// treenet queue are held to as many bytes, its oldest dropped past
+    /// it (`replies_dropped_backlog`).
     pub(crate) max_bytes_per_cn: Atomic<u32>,
 }
 
@@ -114,7 +117,7 @@ impl ServerKnobs {
         }
     }
 
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             workers: Atomic::new(4),
             max_request: Atomic::new((4 << 20) + 1024),
@@ -291,7 +294,7 @@ struct Queue {
 /// State shared by the receive thread, the workers and sysfs.
 #[pin_data]
 pub(crate) struct ServerCore {
-    pub(crate) knobs: ServerKnobs,
+    pub(crate) knobs: Arc<ServerKnobs>,
     pub(crate) stats: Arc<Stats>,
     pub(crate) plugins: Arc<Registry>,
     /// File broadcast (its CN side runs in the receive thread).
@@ -310,20 +313,8 @@ pub(crate) struct ServerCore {
     driver: Atomic<usize>,
     /// Each CN's calls running and answered lately: a copy is not run.
     pub(crate) ledger: Arc<Ledgers>,
-    /// Answers of the receive path that found their CN's treenet queue
-    /// full, for the receive thread to send again (see
-    /// [`ServerCore::answer`]).  A leaf lock: nothing is taken under it.
-    #[pin]
-    backlog: Mutex<KVec<Backlogged>>,
-}
-
-/// An answer waiting for room in its CN's treenet queue.
-struct Backlogged {
-    dst: u16,
-    /// The call it ends in the ledger once sent or dropped (`None`: an
-    /// attach reply or an answer outside the ledger).
-    tag: Option<u32>,
-    bytes: KVVec<u8>,
+    /// Every answer to a CN goes out through it.
+    pub(crate) answers: Arc<Answers>,
 }
 
 /// Calls up to this many bytes (header included) may skip the receive
@@ -397,151 +388,10 @@ pub(crate) fn reply_header(hdr: &CallHeader, errno: i32, arg_len: usize) -> [u8;
 }
 
 impl ServerCore {
-    /// Sends an answer of the receive path (`zoid-rx` or treenet's
-    /// delivery context) to CN `dst` without waiting: the receive path
-    /// serves every CN, and must not stall behind one that takes no data.
-    /// If `dst`'s queue is full the answer waits in the backlog, which the
-    /// receive thread sends as room comes; a CN with `max_per_cn` answers
-    /// there already loses its oldest (`replies_dropped_backlog`), the one
-    /// its caller most likely gave up on.  `tag`, a call admitted to the
-    /// ledger, ends there once the answer is sent or dropped.
+    /// Sends an answer to CN `dst` without waiting ([`Answers::answer`]):
+    /// the failure to send one is counted there.
     fn answer(&self, dst: u16, bytes: &[u8], tag: Option<u32>) {
-        match traffic::send(dst, bytes, false) {
-            Ok(()) => self.answered(dst, tag, true),
-            Err(e) if e == EAGAIN => self.defer(dst, bytes, tag),
-            Err(_) => {
-                self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
-                self.answered(dst, tag, false);
-            }
-        }
-    }
-
-    /// Ends call `tag` of `dst` in the ledger: a copy the CN sends again
-    /// runs again unless the answer was `sent`.
-    fn answered(&self, dst: u16, tag: Option<u32>, sent: bool) {
-        if let Some(tag) = tag {
-            self.ledger.finish(dst, tag, sent);
-        }
-    }
-
-    /// Keeps an answer that found `dst`'s queue full for the receive
-    /// thread ([`ServerCore::answer`]).
-    fn defer(&self, dst: u16, bytes: &[u8], tag: Option<u32>) {
-        let cap = self.knobs.max_per_cn.load(Relaxed).max(1) as usize;
-        let mut copy = KVVec::new();
-        if copy.extend_from_slice(bytes, GFP_KERNEL).is_err() {
-            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-            self.drop_answer(dst, tag);
-            return;
-        }
-        let (pushed, oldest) = {
-            let mut b = self.backlog.lock();
-            let oldest = if b.iter().filter(|a| a.dst == dst).count() >= cap {
-                b.iter()
-                    .position(|a| a.dst == dst)
-                    .and_then(|i| b.remove(i).ok())
-            } else {
-                None
-            };
-            let a = Backlogged {
-                dst,
-                tag,
-                bytes: copy,
-            };
-            (b.push(a, GFP_KERNEL).is_ok(), oldest)
-        };
-        if let Some(old) = oldest {
-            self.drop_answer(old.dst, old.tag);
-        }
-        if pushed {
-            self.stats.c.replies_deferred.fetch_add(1, Relaxed);
-            self.rx_kicker.kick();
-        } else {
-            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-            self.drop_answer(dst, tag);
-        }
-    }
-
-    /// An answer of the receive path given up: counted, and its call
-    /// ended in the ledger as not delivered (a copy runs again).
-    fn drop_answer(&self, dst: u16, tag: Option<u32>) {
-        self.stats.c.replies_dropped_backlog.fetch_add(1, Relaxed);
-        self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
-        self.answered(dst, tag, false);
-    }
-
-    /// Sends what the backlog holds, as room allows (receive thread):
-    /// whether answers are left waiting.
-    fn flush_backlog(&self) -> bool {
-        let waiting = core::mem::take(&mut *self.backlog.lock());
-        if waiting.is_empty() {
-            return false;
-        }
-        let mut left = KVec::new();
-        let mut full: KVec<u16> = KVec::new();
-        for a in waiting {
-            // Answers to one CN keep their order.
-            let r = if full.contains(&a.dst) {
-                Err(EAGAIN)
-            } else {
-                traffic::send(a.dst, &a.bytes, false)
-            };
-            match r {
-                Ok(()) => self.answered(a.dst, a.tag, true),
-                Err(e) if e == EAGAIN => {
-                    if !full.contains(&a.dst) && full.push(a.dst, GFP_KERNEL).is_err() {
-                        self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-                    }
-                    let (dst, tag) = (a.dst, a.tag);
-                    if left.push(a, GFP_KERNEL).is_err() {
-                        self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-                        self.drop_answer(dst, tag);
-                    }
-                }
-                Err(_) => {
-                    self.stats.c.reply_send_failed.fetch_add(1, Relaxed);
-                    self.answered(a.dst, a.tag, false);
-                }
-            }
-        }
-        if left.is_empty() {
-            return false;
-        }
-        let mut b = self.backlog.lock();
-        // Answers deferred meanwhile go after the older ones.
-        for a in core::mem::take(&mut *b) {
-            let (dst, tag) = (a.dst, a.tag);
-            if left.push(a, GFP_KERNEL).is_err() {
-                self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-                self.drop_answer(dst, tag);
-            }
-        }
-        *b = left;
-        true
-    }
-
-    /// Drops the answers waiting for `node`, gone.
-    fn drop_backlog(&self, node: u16) {
-        let mut gone = KVec::new();
-        {
-            let mut b = self.backlog.lock();
-            let mut i = 0;
-            while i < b.len() {
-                if b[i].dst == node {
-                    if let Ok(a) = b.remove(i) {
-                        if gone.push(a, GFP_ATOMIC).is_err() {
-                            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
-                        }
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-        }
-        self.stats
-            .c
-            .reply_send_failed
-            .fetch_add(gone.len() as u64, Relaxed);
+        self.answers.answer(dst, bytes, tag);
     }
 
     /// Answers a message with `errno` alone, from the receive path.
@@ -735,7 +585,7 @@ impl ServerCore {
             .calls_dropped
             .fetch_add(dropped.len() as u64, Relaxed);
         drop(dropped);
-        self.drop_backlog(node);
+        self.answers.drop_node(node);
         // Replies may have been lost with the session: copies run.
         self.ledger.forget(node);
         self.plugins.node_gone(node);
@@ -876,7 +726,7 @@ impl ServerCore {
                         &h,
                         plugin.reply_is_ret_only(h.function),
                         self.stats.clone(),
-                        Some(self.ledger.clone()),
+                        Some(self.answers.clone()),
                     ),
                     at,
                 )
@@ -894,15 +744,7 @@ impl ServerCore {
             self.stats.c.calls_inline.fetch_add(1, Relaxed);
             let mut reply = KVVec::new();
             if reply.resize(inline + 64, 0, GFP_KERNEL).is_ok() {
-                run_call(
-                    self,
-                    &mut reply,
-                    &plugin,
-                    &caller,
-                    hdr,
-                    &buf[args_at..],
-                    Sender::ReceivePath,
-                );
+                run_call(self, &mut reply, &plugin, &caller, hdr, &buf[args_at..]);
                 return;
             }
         }
@@ -1017,16 +859,6 @@ impl Queue {
     }
 }
 
-/// Who sends a call's reply, and so how.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Sender {
-    /// A worker: waits for room in the CN's queue (its own CN's call).
-    Worker,
-    /// The receive path (an inline call): never waits, see
-    /// [`ServerCore::answer`].
-    ReceivePath,
-}
-
 /// Runs one call and sends its reply; `reply` is the worker's buffer.
 ///
 /// A reply that needs at least [`MAP_BYTES`] more than the buffer holds (a
@@ -1040,7 +872,6 @@ fn run_call(
     caller: &Caller,
     hdr: &CallHeader,
     args: &[u8],
-    sender: Sender,
 ) {
     let start = now_ns();
     let max_reply = core.knobs.max_reply.load(Relaxed) as usize;
@@ -1095,24 +926,26 @@ fn run_call(
         core.ledger.finish(caller.node, hdr.tag, true);
         return;
     }
-    let sent = match in_message {
+    // Sent without waiting, whoever runs it ([`Answers`]); the answer
+    // ends the call in the ledger.
+    let answers = &core.answers;
+    if let Some(mut msg) = in_message.filter(|_| errno == 0) {
         // The results, with their header, are in the message already.
-        Some(msg) if errno == 0 => send_reply_message(&core.stats, caller.node, msg, len),
-        _ => {
-            let head = reply_header(hdr, errno, len);
-            reply[..CALL_HEADER_LEN].copy_from_slice(&head);
-            let out = &reply[..CALL_HEADER_LEN + len];
-            if sender == Sender::ReceivePath {
-                core.stats.c.bytes_sent.fetch_add(out.len() as u64, Relaxed);
-                core.stats.c.msgs_sent.fetch_add(1, Relaxed);
-                // It ends the call in the ledger.
-                core.answer(caller.node, out, Some(hdr.tag));
-                return;
+        let total = CALL_HEADER_LEN + len;
+        match msg.truncate(total).and_then(|()| msg.seal()) {
+            Ok(m) => {
+                answers.answer_message(caller.node, m, Some(hdr.tag));
             }
-            send_reply(&core.stats, caller.node, out)
+            Err(_) => {
+                core.stats.c.reply_send_failed.fetch_add(1, Relaxed);
+                answers.answered(caller.node, Some(hdr.tag), false);
+            }
         }
-    };
-    core.ledger.finish(caller.node, hdr.tag, sent.is_ok());
+        return;
+    }
+    let head = reply_header(hdr, errno, len);
+    reply[..CALL_HEADER_LEN].copy_from_slice(&head);
+    answers.answer(caller.node, &reply[..CALL_HEADER_LEN + len], Some(hdr.tag));
 }
 
 /// Counts a call run (since `start`, ns) whose plug-in returned `result`,
@@ -1147,7 +980,7 @@ fn call_done(
 ///
 /// The message is not zero-filled ([`treenet::MessageBuilder::unzeroed`]):
 /// only the header and the `len` bytes the plug-in says it wrote are sent
-/// ([`send_reply_message`] shortens it to them).  A declared plug-in's
+/// ([`run_call`] shortens it to them).  A declared plug-in's
 /// dispatch writes its fixed part whole, zero-fills an `out bytes[SIZE]`
 /// array itself, and for `out bytes[SIZE, len = ret]` sends `min(ret,
 /// SIZE)` bytes: its server function must have written that many (every
@@ -1179,27 +1012,6 @@ fn dispatch_in_message(
     Ok((r, msg))
 }
 
-/// Sends a reply built in a treenet message ([`dispatch_in_message`]),
-/// `len` bytes of results after the header, without copying it.
-fn send_reply_message(
-    stats: &Stats,
-    dst: u16,
-    mut msg: treenet::MessageBuilder,
-    len: usize,
-) -> Result {
-    let total = CALL_HEADER_LEN + len;
-    stats.c.bytes_sent.fetch_add(total as u64, Relaxed);
-    stats.c.msgs_sent.fetch_add(1, Relaxed);
-    let sent = msg
-        .truncate(total)
-        .and_then(|()| msg.seal())
-        .and_then(|m| traffic::send_message(dst, &m, true));
-    if sent.is_err() {
-        stats.c.reply_send_failed.fetch_add(1, Relaxed);
-    }
-    sent
-}
-
 /// The receive thread's body.
 struct Receiver {
     core: Arc<ServerCore>,
@@ -1214,7 +1026,7 @@ impl ThreadBody for Receiver {
         while !ctx.should_stop() {
             // Answers that waited for room go first; while some still
             // wait, look again every few ms.
-            let waiting = self.core.flush_backlog();
+            let waiting = self.core.answers.flush();
             let batch = core::mem::take(&mut self.core.inbox.lock().items);
             if batch.is_empty() {
                 ctx.wait(if waiting {
@@ -1413,7 +1225,6 @@ impl ThreadBody for Worker {
                         &work.caller,
                         &hdr,
                         &work.msg[work.args_at..],
-                        Sender::Worker,
                     );
                 } else {
                     self.core.stats.c.dropped_nomem.fetch_add(1, Relaxed);
@@ -1447,9 +1258,16 @@ impl Server {
         let rx_kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
         let sched = SchedBox::new(64)?;
         let ledger = Arc::pin_init(Ledgers::new(), GFP_KERNEL)?;
+        let knobs = Arc::new(ServerKnobs::new(), GFP_KERNEL)?;
+        let answers = Answers::new(
+            knobs.clone(),
+            stats.clone(),
+            ledger.clone(),
+            rx_kicker.clone(),
+        )?;
         let core = Arc::pin_init(
             try_pin_init!(ServerCore {
-                knobs: ServerKnobs::new(),
+                knobs,
                 stats,
                 plugins,
                 f2cn,
@@ -1462,7 +1280,6 @@ impl Server {
                     "zoid::inbox"
                 ),
                 inbox_pending: Atomic::new(0),
-                backlog <- kernel::new_mutex!(KVec::new(), "zoid::backlog"),
                 rx_kicker,
                 queue <- kernel::new_mutex!(Queue {
                     sched,
@@ -1473,6 +1290,7 @@ impl Server {
                 }, "zoid::queue"),
                 driver: Atomic::new(0),
                 ledger,
+                answers,
             }? Error),
             GFP_KERNEL,
         )?;

@@ -13,6 +13,7 @@ use kernel::prelude::*;
 use kernel::sync::atomic::Relaxed;
 use kernel::sync::Arc;
 
+mod answers;
 mod call_ledger;
 mod client;
 mod client_abi;

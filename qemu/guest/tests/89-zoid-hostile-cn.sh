@@ -16,11 +16,12 @@
 #   within twice their idle round trip.
 # * Answers held back: CN 1's kernel acknowledges nothing (treenet's
 #   mute_acks) while it sends 8000 small messages the ION's receive
-#   handler answers (the self-test's verdicts) and a zoid call a second:
-#   the ION's queue to CN 1 stops at twice its bound
-#   (handler_sends_refused; zoid's receive path keeps what it cannot send
-#   for later, replies_deferred, instead of waiting), CN 2's calls go on
-#   meanwhile, and once CN 1 acks again it is served.
+#   handler answers (the self-test's verdicts) and zoid calls, a null
+#   call and a 64 KiB echo (a worker's) a second: the ION's queue to CN 1
+#   stops at twice its bound (handler_sends_refused; zoid keeps the
+#   answers it cannot send for later, replies_deferred), no thread of the
+#   ION waits for CN 1 (treenet's send_stalls stays put), CN 2's calls go
+#   on meanwhile, and once CN 1 acks again it is served.
 # * Renames: walks through ".." in a symlink of the export never leave it
 #   while the ION moves the directory they cross out and back.
 . /zoid/tests/treenet-lib.sh
@@ -167,6 +168,7 @@ if [ "${ZOID_CNS:-1}" -ge 2 ]; then
 fi
 if [ "$ZOID_ROLE" = ion ]; then
   refused0=$(tstat handler_sends_refused)
+  stalls0=$(tstat send_stalls)
   deferred0=$(counter $Z/stats replies_deferred)
   # (Before the barrier: CN 1's flood starts right after it.)
   ok0=$(sed -n 's/.*received_ok \([0-9]*\).*/\1/p' $T/selftest_events)
@@ -187,9 +189,14 @@ if [ "$ZOID_NODE" = cn1 ]; then
   echo "send 0 64 $FLOOD" > $T/selftest 2>/dev/null & sender=$!
   flood_sent() { [ "$(tstat msgs_sent)" -ge $((sent0 + FLOOD)) ]; }
   wait_until 300 flood_sent || fail "CN 1 sent $(( $(tstat msgs_sent) - sent0 )) of its $FLOOD messages"
-  # A call a second, each waiting for its answer (up to 30 s).
+  # Calls a second, each waiting for its answer (up to 30 s): a null
+  # call (answered by the receive path) and a 64 KiB echo (by a worker).
   ( end=$(( $(cut -d. -f1 /proc/uptime) + MUTED - 5 ))
-    while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do $ZC null 1 > /dev/null 2>&1 & sleep 1; done ) &
+    while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
+      $ZC null 1 > /dev/null 2>&1 &
+      $ZC echo 65536 1 > /dev/null 2>&1 &
+      sleep 1
+    done ) &
   sleep $MUTED
   echo 0 > $T/mute_acks
   kill $sender 2>/dev/null
@@ -217,6 +224,10 @@ if [ "$ZOID_ROLE" = ion ]; then
     sleep 1
   done
   echo "CN 1 muted: queue $q bytes (limit $limit), handler sends refused $(( $(tstat handler_sends_refused) - refused0 )), answers deferred $(( $(counter $Z/stats replies_deferred) - deferred0 ))"
+  # A worker answering CN 1 would have waited 4 x peer_timeout_ms for
+  # room, and failed: none waits.
+  [ "$(tstat send_stalls)" = "$stalls0" ] ||
+    fail "a thread of the ION waited for muted CN 1: send_stalls $stalls0 -> $(tstat send_stalls)"
 fi
 # The receive path does not stall behind CN 1: CN 2's large calls (which
 # go through zoid-rx) and null calls are answered all along.
