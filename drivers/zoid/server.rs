@@ -543,8 +543,15 @@ impl ServerCore {
             self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
             return;
         }
-        // Within the room just made: cannot fail.
-        let _ = inbox.items.push(item, GFP_KERNEL);
+        // Within the room just made.
+        if inbox.items.push_within_capacity(item).is_err() {
+            if let Some((src, n)) = charged {
+                inbox.discharge(src, n);
+            }
+            drop(inbox);
+            self.stats.c.dropped_nomem.fetch_add(1, Relaxed);
+            return;
+        }
         self.inbox_pending.fetch_add(1, Relaxed);
         drop(inbox);
         self.rx_kicker.kick();
@@ -564,26 +571,30 @@ impl ServerCore {
     /// A CN went down or detached: its queued calls are dropped and every
     /// plug-in releases what it held.
     pub(crate) fn node_gone(&self, node: u16) {
+        // The calls are freed after the queue's lock (a mapped request
+        // unmaps); one that finds no room in `dropped` is freed under it.
         let mut dropped = KVec::new();
-        {
+        let mut nomem = 0u64;
+        let n = {
             let mut q = self.queue.lock();
             let Queue {
                 sched, slots, free, ..
             } = &mut *q;
             sched.drop_cn(node, |call| {
                 let handle = call.handle;
-                if let Some(slot) = slots.get_mut(handle as usize) {
-                    if let Some(w) = slot.take() {
-                        let _ = dropped.push(w, GFP_ATOMIC);
+                if let Some(w) = slots.get_mut(handle as usize).and_then(Option::take) {
+                    if dropped.push(w, GFP_ATOMIC).is_err() {
+                        nomem += 1;
                     }
-                    let _ = free.push(handle, GFP_ATOMIC);
+                    // In the room `Queue::store` kept.
+                    if free.push_within_capacity(handle).is_err() {
+                        nomem += 1;
+                    }
                 }
-            });
-        }
-        self.stats
-            .c
-            .calls_dropped
-            .fetch_add(dropped.len() as u64, Relaxed);
+            })
+        };
+        self.stats.c.calls_dropped.fetch_add(n as u64, Relaxed);
+        self.stats.c.dropped_nomem.fetch_add(nomem, Relaxed);
         drop(dropped);
         self.answers.drop_node(node);
         // Replies may have been lost with the session: copies run.
@@ -799,7 +810,7 @@ impl ServerCore {
                             None
                         }
                         Err(e) => {
-                            q.release(handle);
+                            drop(q.release(handle, &self.stats));
                             if e == SchedError::CnOverBytes {
                                 self.stats.c.busy_bytes.fetch_add(1, Relaxed);
                             }
@@ -846,16 +857,29 @@ impl Queue {
             return Ok(h);
         }
         let h = u32::try_from(self.slots.len()).map_err(|_| ENOMEM)?;
+        // Room in the free list for every slot: releasing one never
+        // needs memory.
+        let want = (self.slots.len() + 1).saturating_sub(self.free.len());
+        self.free.reserve(want, GFP_KERNEL)?;
         self.slots.push(Some(work), GFP_KERNEL)?;
         Ok(h)
     }
 
-    fn release(&mut self, handle: u32) -> Option<KBox<Work>> {
+    /// Takes call `handle` out of its slot, which is free again.
+    fn release(&mut self, handle: u32, stats: &Stats) -> Option<KBox<Work>> {
         let w = self.slots.get_mut(handle as usize)?.take();
         if w.is_some() {
-            let _ = self.free.push(handle, GFP_ATOMIC);
+            self.free_slot(handle, stats);
         }
         w
+    }
+
+    /// Puts slot `handle` on the free list, in the room [`Queue::store`]
+    /// kept (were there none, the slot would only never be used again).
+    fn free_slot(&mut self, handle: u32, stats: &Stats) {
+        if self.free.push_within_capacity(handle).is_err() {
+            stats.c.dropped_nomem.fetch_add(1, Relaxed);
+        }
     }
 }
 
@@ -1108,12 +1132,17 @@ impl Worker {
         loop {
             let Some(call) = q.sched.next() else {
                 let me = &self.handle;
-                if me.stopping.load(Relaxed) == 0 && !q.idle.iter().any(|h| Arc::ptr_eq(h, me)) {
-                    let _ = q.idle.push(me.clone(), GFP_KERNEL);
+                if me.stopping.load(Relaxed) == 0
+                    && !q.idle.iter().any(|h| Arc::ptr_eq(h, me))
+                    && q.idle.push_within_capacity(me.clone()).is_err()
+                {
+                    // The pool reserves room for each of its workers
+                    // (`Server::set_workers`).
+                    self.core.stats.c.dropped_nomem.fetch_add(1, Relaxed);
                 }
                 return None;
             };
-            if let Some(w) = q.release(call.handle) {
+            if let Some(w) = q.release(call.handle, &self.core.stats) {
                 q.idle.retain(|h| !Arc::ptr_eq(h, &self.handle));
                 q.busy += 1;
                 return Some((call, w));
@@ -1214,10 +1243,11 @@ impl ThreadBody for Worker {
             };
             {
                 let mut reply = self.reply.lock();
-                if reply.len() < INITIAL_REPLY_BUF {
-                    let _ = reply.resize(INITIAL_REPLY_BUF, 0, GFP_KERNEL);
-                }
-                if reply.len() >= CALL_HEADER_LEN {
+                // Without memory for it the call runs in the buffer it has,
+                // which `run_call` grows on demand, or is answered ENOMEM.
+                let grown = reply.len() >= INITIAL_REPLY_BUF
+                    || reply.resize(INITIAL_REPLY_BUF, 0, GFP_KERNEL).is_ok();
+                if grown || reply.len() >= CALL_HEADER_LEN {
                     run_call(
                         &self.core,
                         &mut reply,
@@ -1332,6 +1362,13 @@ impl Server {
                 }),
                 GFP_KERNEL,
             )?;
+            // Room for every worker in the idle list: a worker going
+            // idle never needs memory.
+            {
+                let mut q = self.core.queue.lock();
+                let want = (workers.len() + 1).saturating_sub(q.idle.len());
+                q.idle.reserve(want, GFP_KERNEL)?;
+            }
             workers.push(KThread::spawn(c"zoid-worker", body)?, GFP_KERNEL)?;
         }
         while workers.len() > n as usize {
