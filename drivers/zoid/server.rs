@@ -611,6 +611,8 @@ impl ServerCore {
             .fetch_add(msg.len() as u64, Relaxed);
     }
 
+    // Not inlined into the receive thread's loop (see `Answers::flush`).
+    #[inline(never)]
     fn handle(&self, src: u16, msg: treenet::Message) {
         self.count_received(&msg);
         let Some(hdr) = header_of(&msg) else {
