@@ -878,12 +878,15 @@ fn build_frame(
     let mut h = [0u8; HEADER_LEN];
     let mut t = [0u8; MAC_TRAILER_LEN];
     sealing.seal(hdr, &[p1, p2], &mut h, &mut t);
-    // Within the reserved capacity: these do not allocate.
-    let _ = frame.extend_from_slice(&h, GFP_KERNEL);
-    let _ = frame.extend_from_slice(p1, GFP_KERNEL);
-    let _ = frame.extend_from_slice(p2, GFP_KERNEL);
-    let _ = frame.extend_from_slice(&ack[..al], GFP_KERNEL);
-    let _ = frame.extend_from_slice(&t[..tl], GFP_KERNEL);
+    // Within the reserved capacity: these do not allocate.  Should one
+    // fail all the same, the frame is dropped whole (counted): a frame
+    // missing a piece is never sent.
+    for piece in [&h[..], p1, p2, &ack[..al], &t[..tl]] {
+        if frame.extend_from_slice(piece, GFP_KERNEL).is_err() {
+            count(&s.drop_nomem);
+            return None;
+        }
+    }
     Some(frame)
 }
 
@@ -3081,7 +3084,7 @@ impl Inner {
             n.up = true;
             count(&s.peer_up);
             let node = n.node;
-            self.log_peer(node, true, 0);
+            self.log_peer(s, node, true, 0);
             let n = &mut self.neighbors[ni];
             let role = if hello.role == Role::Ion { "ion" } else { "cn" };
             pr_info!("treenet: node {} is up ({role}, link {li})\n", n.node);
@@ -3151,13 +3154,20 @@ impl Inner {
     /// Notes a neighbour's coming up or going down in the log
     /// (`peer_log`), whose room was taken at start: the oldest entry
     /// makes way.
-    fn log_peer(&mut self, node: u16, up: bool, silent_ms: u64) {
+    fn log_peer(&mut self, s: &Stats, node: u16, up: bool, silent_ms: u64) {
         if self.peer_log.len() >= PEER_LOG_LEN {
             // (Never fails: the log is not empty.)
             let _ = self.peer_log.remove(0);
         }
-        // Within the capacity taken at start: no allocation, no failure.
-        let _ = self.peer_log.push((node, up, silent_ms), GFP_ATOMIC);
+        // Within the capacity taken at start: never allocates.  Were that
+        // room missing, the entry is lost and counted.
+        if self
+            .peer_log
+            .push_within_capacity((node, up, silent_ms))
+            .is_err()
+        {
+            self.engine_nomem(s, "a peer log entry");
+        }
     }
 
     /// Neighbour `ni` went down: fail what was queued for it, forget its
@@ -3166,7 +3176,7 @@ impl Inner {
     fn neighbor_down(&mut self, ni: usize, s: &Stats) {
         let silent_ms = ns_to_ms(now_ns().saturating_sub(self.neighbors[ni].last_rx_ns));
         if self.neighbors[ni].up {
-            self.log_peer(self.neighbors[ni].node, false, silent_ms);
+            self.log_peer(s, self.neighbors[ni].node, false, silent_ms);
         }
         let n = &mut self.neighbors[ni];
         let was_up = n.up;
