@@ -326,7 +326,7 @@ counters! {
         drop_hello_moved: "Hellos dropped: a live neighbour's id heard on another link.",
         drop_bad_control: "Rendezvous messages dropped: malformed or unexpected.",
         peer_events_lost: "Peer events (a neighbour, or a node below one, up or down) upper layers were not told of for want of memory (logged at most every 5 s).",
-        engine_nomem: "Engine bookkeeping that could not grow for want of memory: a node below a neighbour left out of its routes or hellos, a retransmission put off to the next timeout, a peer log entry, a channel not told of a pass's events (logged at most every 5 s).",
+        engine_nomem: "Engine bookkeeping that could not grow for want of memory: a node below a neighbour left out of its routes or hellos, a retransmission put off to the next timeout, a rendezvous request or answer put off to the next pass, a peer log entry, a channel not told of a pass's events (logged at most every 5 s).",
         drop_forged_origin: "Messages dropped: their origin is not the neighbour that passed them on nor a node its side of the tree holds (a forged sender).",
         drop_relay_refused: "Messages an ION did not pass on from one CN to others: their channel's messages end at the ION (zoid's).",
         inject_drop: "Frames dropped by fault injection.",
@@ -543,6 +543,9 @@ struct Neighbor {
     rdv_wait: KVec<OutMsg>,
     /// Requests sent for these ids, not yet granted.
     rts_out: u32,
+    /// Answers to its requests (op, id, len) that could not be queued for
+    /// want of memory: sent at a later pass ([`Inner::retry_controls`]).
+    owed: [Option<(u8, u32, u32)>; MAX_WAITING_PER_PEER],
     /// Granted incoming bulk messages (id, buffer allocated in advance):
     /// the one arriving and, once that one is draining, the next.
     granted: [Option<(u32, MsgBuf)>; MAX_GRANTS_PER_PEER],
@@ -1732,6 +1735,7 @@ impl Treenet {
             i += 1;
         }
         g.pump_grants(k, s);
+        g.retry_controls(k, s);
         if g.rtx_now || now >= g.rtx_at {
             g.retransmit(k, s);
         } else if g.rtx_acked {
@@ -2210,7 +2214,8 @@ impl Inner {
             count(&s.rendezvous_waits);
             n.rdv_wait.push(msg, GFP_KERNEL)?;
             n.queued_bytes += charge;
-            self.request_next(k, ni)?;
+            // Queued: a request that finds no memory now goes later.
+            self.request_next(k, s, ni);
         } else if frames > threshold.max(1) {
             n.tx[Lane::Bulk.index()].msgs.push_back(msg, GFP_KERNEL)?;
             n.queued_bytes += charge;
@@ -2224,18 +2229,75 @@ impl Inner {
     }
 
     /// Sends a request to send for the next large message (if none is out).
-    fn request_next(&mut self, k: &Knobs, ni: usize) -> Result {
+    /// One that finds no memory is counted and sent at a later pass
+    /// ([`Inner::retry_controls`]): only a request queued counts as out.
+    fn request_next(&mut self, k: &Knobs, s: &Stats, ni: usize) {
         let n = &self.neighbors[ni];
         let waiting = n.rdv_wait.len() as u32;
         if n.rts_out >= waiting || n.rts_out as usize >= MAX_WAITING_PER_PEER {
-            return Ok(());
+            return;
         }
         let m = &n.rdv_wait[n.rts_out as usize];
         let (id, len) = (m.header.id, m.header.len);
+        if self.send_control(k, ni, CTL_RTS, id, len).is_err() {
+            self.engine_nomem(s, "a rendezvous request");
+            return;
+        }
         self.neighbors[ni].rts_out += 1;
-        self.send_control(k, ni, CTL_RTS, id, len)
     }
 
+    /// Answers a request of neighbour `ni` (`CTL_CTS` or `CTL_REJECT`).
+    /// One that finds no memory is counted and owed: sent at a later pass
+    /// ([`Inner::retry_controls`]), so the sender never waits for an
+    /// answer that will not come.  `false` if it could not even be owed
+    /// (more answers owed than the neighbour may have requests out):
+    /// lost, counted in `drop_nomem`.
+    fn answer_control(
+        &mut self,
+        k: &Knobs,
+        s: &Stats,
+        ni: usize,
+        op: u8,
+        id: u32,
+        len: u32,
+    ) -> bool {
+        if self.send_control(k, ni, op, id, len).is_ok() {
+            return true;
+        }
+        self.engine_nomem(s, "a rendezvous answer");
+        match self.neighbors[ni].owed.iter_mut().find(|o| o.is_none()) {
+            Some(slot) => {
+                *slot = Some((op, id, len));
+                true
+            }
+            None => {
+                count(&s.drop_nomem);
+                false
+            }
+        }
+    }
+
+    /// Queues what [`Inner::answer_control`] owes and the requests
+    /// [`Inner::request_next`] could not send, now that there may be
+    /// memory again.
+    fn retry_controls(&mut self, k: &Knobs, s: &Stats) {
+        for ni in 0..self.neighbors.len() {
+            for j in 0..MAX_WAITING_PER_PEER {
+                let Some((op, id, len)) = self.neighbors[ni].owed[j] else {
+                    continue;
+                };
+                if self.send_control(k, ni, op, id, len).is_err() {
+                    self.engine_nomem(s, "a rendezvous answer");
+                    return;
+                }
+                self.neighbors[ni].owed[j] = None;
+            }
+            self.request_next(k, s, ni);
+        }
+    }
+
+    /// Queues a rendezvous control message for neighbour `ni` (`ENOMEM`:
+    /// nothing queued, nothing charged).
     fn send_control(&mut self, k: &Knobs, ni: usize, op: u8, id: u32, len: u32) -> Result {
         let mut b = [0u8; 12];
         b[0] = op;
@@ -2260,10 +2322,12 @@ impl Inner {
             first_seq: 0,
             sent: 0,
         };
-        n.queued_bytes += msg.charge();
+        // Charged once queued (a message that could not be queued is not).
+        let charge = msg.charge();
         n.tx[Lane::Control.index()]
             .msgs
             .push_back(msg, GFP_KERNEL)?;
+        n.queued_bytes += charge;
         Ok(())
     }
 
@@ -2282,7 +2346,7 @@ impl Inner {
             let n = &mut self.neighbors[ni];
             let Some(free) = n.granted.iter_mut().find(|g| g.is_none()) else {
                 self.grants.complete(r.peer, r.id);
-                let _ = self.send_control(k, ni, CTL_REJECT, r.id, r.len);
+                self.answer_control(k, s, ni, CTL_REJECT, r.id, r.len);
                 continue;
             };
             // Filled by reassembly (`consume`) before anyone reads it.
@@ -2293,12 +2357,22 @@ impl Inner {
                     if early {
                         count(&s.grants_early);
                     }
-                    let _ = self.send_control(k, ni, CTL_CTS, r.id, r.len);
+                    if !self.answer_control(k, s, ni, CTL_CTS, r.id, r.len) {
+                        // Lost (counted): a grant nobody will use is
+                        // taken back.
+                        let n = &mut self.neighbors[ni];
+                        for g in n.granted.iter_mut() {
+                            if g.as_ref().is_some_and(|(id, _)| *id == r.id) {
+                                *g = None;
+                            }
+                        }
+                        self.grants.complete(r.peer, r.id);
+                    }
                 }
                 Err(_) => {
                     count(&s.drop_nomem);
                     self.grants.complete(r.peer, r.id);
-                    let _ = self.send_control(k, ni, CTL_REJECT, r.id, r.len);
+                    self.answer_control(k, s, ni, CTL_REJECT, r.id, r.len);
                 }
             }
         }
@@ -3138,6 +3212,7 @@ impl Inner {
                 rx,
                 rdv_wait: KVec::new(),
                 rts_out: 0,
+                owed: [None; MAX_WAITING_PER_PEER],
                 granted: [None, None],
                 grant_finish: 0,
                 queued_bytes: 0,
@@ -3189,6 +3264,7 @@ impl Inner {
         failed += n.rdv_wait.len() as u64;
         n.rdv_wait.clear();
         n.granted = [None, None];
+        n.owed = [None; MAX_WAITING_PER_PEER];
         n.queued_bytes = 0;
         self.wake_senders = true;
         s.msgs_failed.fetch_add(failed, Relaxed);
@@ -3491,7 +3567,7 @@ impl Inner {
             CTL_RTS => {
                 if len as usize > k.max_msg_size.load(Relaxed) as usize {
                     count(&s.drop_msg_too_long);
-                    let _ = self.send_control(k, ni, CTL_REJECT, id, len);
+                    self.answer_control(k, s, ni, CTL_REJECT, id, len);
                     return;
                 }
                 // A child carries the traffic of the nodes below it: it
@@ -3514,7 +3590,7 @@ impl Inner {
                     // Never silently: the sender would wait forever.
                     Err(GrantError::Full | GrantError::PeerLimit) => {
                         count(&s.grants_refused);
-                        let _ = self.send_control(k, ni, CTL_REJECT, id, len);
+                        self.answer_control(k, s, ni, CTL_REJECT, id, len);
                     }
                 }
             }
@@ -3541,7 +3617,7 @@ impl Inner {
                     n.queued_bytes = n.queued_bytes.saturating_sub(m.charge());
                     count(&s.msgs_failed);
                 }
-                let _ = self.request_next(k, ni);
+                self.request_next(k, s, ni);
             }
             _ => count(&s.drop_bad_control),
         }
