@@ -134,6 +134,8 @@ struct State {
     verdicts_bad: u64,
     received_ok: u64,
     received_bad: u64,
+    /// Verdicts that could not be sent (logged at 1, 2, 4, ...).
+    verdicts_unsent: u32,
     last_pong: u32,
     /// (tag, node) barrier arrivals (ION side).
     arrivals: KVec<(u32, u16)>,
@@ -229,11 +231,19 @@ impl SelfTest {
         }
     }
 
+    /// Records the result line; without memory for it the line is left
+    /// empty and the kernel log says why.
     fn set_result(&self, args: core::fmt::Arguments<'_>) {
-        if let Ok(s) = CString::try_from_fmt(args) {
-            let mut st = self.state.lock();
+        let mut st = self.state.lock();
+        st.last_result.clear();
+        let kept = CString::try_from_fmt(args).and_then(|s| {
+            st.last_result
+                .extend_from_slice(s.to_bytes(), GFP_KERNEL)
+                .map_err(Error::from)
+        });
+        if kept.is_err() {
             st.last_result.clear();
-            let _ = st.last_result.extend_from_slice(s.to_bytes(), GFP_KERNEL);
+            pr_warn!("treenet selftest: no memory for the result line\n");
         }
     }
 
@@ -754,8 +764,22 @@ impl ChannelHandler for SelfTest {
                 );
             }
             let verdict = ctl(OP_VERDICT, msg.len() as u32, u32::from(ok), crc, 0);
-            if let Ok(v) = verdict {
-                let _ = self.net.send(CHAN_CTL, src, v, false);
+            // The sender waits for every verdict: one not sent fails its
+            // test by timeout, so the reason is logged here (sparsely: a
+            // sender that takes no data would have every one refused).
+            if let Err(e) = verdict.and_then(|v| self.net.send(CHAN_CTL, src, v, false)) {
+                let n = {
+                    let mut s = self.state.lock();
+                    s.verdicts_unsent = s.verdicts_unsent.saturating_add(1);
+                    s.verdicts_unsent
+                };
+                if n.is_power_of_two() {
+                    pr_warn!(
+                        "treenet selftest: verdict to node {src} not sent ({}; {} so far)\n",
+                        e.to_errno(),
+                        n
+                    );
+                }
             }
         } else if self.on_ctl(src, &msg).is_err() {
             pr_warn!("treenet selftest: bad control message from node {src}\n");
@@ -768,7 +792,9 @@ impl ChannelHandler for SelfTest {
             if s.events.len() >= 64 {
                 let _ = s.events.remove(0);
             }
-            let _ = s.events.push((node, up), GFP_KERNEL);
+            if s.events.push((node, up), GFP_KERNEL).is_err() {
+                pr_warn!("treenet selftest: no memory to note node {node} up={up}\n");
+            }
         }
         // (A CN's barrier waits for its ION to come up.)
         self.changed();
