@@ -778,7 +778,9 @@ impl Client {
         hdr.encode(&mut hb);
         msg[..CALL_HEADER_LEN].copy_from_slice(&hb);
         msg[CALL_HEADER_LEN..].copy_from_slice(&value.to_be_bytes());
-        let _ = traffic::send(ion, &msg, false);
+        if traffic::send(ion, &msg, false).is_err() {
+            self.stats.c.notices_unsent.fetch_add(1, Relaxed);
+        }
     }
 
     /// Tells the ION that process `pid` ended (it releases what it held).

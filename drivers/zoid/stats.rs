@@ -60,6 +60,7 @@ counters! {
         aborted: "CN: calls given up because their caller asked (zoidfs's umount -f).",
         resent: "CN: calls sent again after the ION came back (hard mode), or after a failed send.",
         queue_full: "CN: sends of soft calls that found treenet's queue to the ION full (tried again until their timeout).",
+        notices_unsent: "CN: process-exit and cancel notices treenet could not send (queue full, no memory, ION unreachable); without its process-exit, what a process held on the ION stays until the CN detaches or goes down.",
         inflight_peak: "CN: most calls in flight at once (every caller together).",
         upcalls: "CN: upcalls from the ION handed to a plug-in's CN side (zoidfs recalls).",
         upcalls_dropped: "CN: upcalls nobody took (no handler, not from our ION, malformed).",
