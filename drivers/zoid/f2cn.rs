@@ -55,6 +55,8 @@ counters! {
         aborted: "CN: transfers the ION aborted, or whose ION went down.",
         ignored: "CN: messages of transfers not for this CN, or stale.",
         malformed: "CN: transfer messages that did not decode.",
+        sends_failed: "Transfer messages that could not be built or sent (ION: aborts, CN: acks): a CN not told of an abort keeps its temporary file until the next transfer; an ION missing a CN's ack fails the transfer at its timeout.",
+        down_unrecorded: "ION: CNs that went down but could not be noted for want of memory: a transfer to every CN leaves them out instead of failing with EHOSTDOWN.",
     }
 }
 
@@ -247,8 +249,10 @@ impl F2cn {
             },
             Err((node, errno)) => {
                 // Tell every CN to drop what it has.
-                if let Ok(m) = message(MsgKind::FileAbort, xfer, errno, 0) {
-                    let _ = traffic::send(treenet::BROADCAST, &m, true);
+                let sent = message(MsgKind::FileAbort, xfer, errno, 0)
+                    .and_then(|m| traffic::send(treenet::BROADCAST, &m, true));
+                if sent.is_err() {
+                    self.stats.sends_failed.fetch_add(1, Relaxed);
                 }
                 Report::failed(node, errno)
             }
@@ -425,8 +429,12 @@ impl F2cn {
             // Only an ION keeps the list (its CNs are the nodes below it),
             // and never with itself (its loopback link's peer).
             let me = treenet::node_id().ok();
-            if !up && treenet::ion().ok() == me && Some(node) != me {
-                let _ = d.push(node, GFP_ATOMIC);
+            if !up
+                && treenet::ion().ok() == me
+                && Some(node) != me
+                && d.push(node, GFP_ATOMIC).is_err()
+            {
+                self.stats.down_unrecorded.fetch_add(1, Relaxed);
             }
         }
         if !up {
@@ -554,12 +562,12 @@ impl F2cn {
         }
         match Incoming::open(ion, hdr.tag, &b) {
             Ok(inc) => {
-                send_ack(ion, hdr.tag, PHASE_BEGIN, 0);
+                send_ack(&self.stats, ion, hdr.tag, PHASE_BEGIN, 0);
                 Some(inc)
             }
             Err(e) => {
                 self.stats.receive_failures.fetch_add(1, Relaxed);
-                send_ack(ion, hdr.tag, PHASE_BEGIN, pos(e));
+                send_ack(&self.stats, ion, hdr.tag, PHASE_BEGIN, pos(e));
                 None
             }
         }
@@ -603,7 +611,7 @@ impl F2cn {
         match r {
             Ok(()) => {
                 self.stats.files_received.fetch_add(1, Relaxed);
-                send_ack(inc.ion, inc.xfer, PHASE_COMMIT, 0);
+                send_ack(&self.stats, inc.ion, inc.xfer, PHASE_COMMIT, 0);
             }
             Err(e) => self.fail(inc, PHASE_COMMIT, pos(e)),
         }
@@ -611,7 +619,7 @@ impl F2cn {
 
     fn fail(&self, inc: Incoming, phase: u32, errno: i32) {
         self.stats.receive_failures.fetch_add(1, Relaxed);
-        send_ack(inc.ion, inc.xfer, phase, errno);
+        send_ack(&self.stats, inc.ion, inc.xfer, phase, errno);
         inc.discard();
     }
 }
@@ -678,9 +686,12 @@ fn f2cn_errno(e: F2cnError) -> Error {
     Error::from_errno(-e.errno())
 }
 
-fn send_ack(ion: u16, xfer: u32, phase: u32, errno: i32) {
-    if let Ok(mut m) = message(MsgKind::FileAck, xfer, errno, 4) {
+fn send_ack(stats: &F2cnStats, ion: u16, xfer: u32, phase: u32, errno: i32) {
+    let sent = message(MsgKind::FileAck, xfer, errno, 4).and_then(|mut m| {
         m[HEADER_LEN..].copy_from_slice(&phase.to_be_bytes());
-        let _ = traffic::send(ion, &m, true);
+        traffic::send(ion, &m, true)
+    });
+    if sent.is_err() {
+        stats.sends_failed.fetch_add(1, Relaxed);
     }
 }
