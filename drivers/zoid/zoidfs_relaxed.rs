@@ -21,6 +21,7 @@ use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::zoidfs::{
     self, relaxed, relaxed::Admit, relaxed::Opener, Handle, Recall, UPCALL_RECALL,
 };
+use kernel::alloc::kvec::PushError;
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{Arc, Mutex};
@@ -112,6 +113,9 @@ impl OpenTable {
         self.stats.opens.fetch_add(1, Relaxed);
         let node = ctx.node;
         let mut sends: KVec<RecallTo> = KVec::new();
+        // An open that found no room to wait after all: cancelled once the
+        // lock is let go.
+        let mut unqueued = None;
         let mut g = self.files.lock();
         let known = g
             .files
@@ -183,11 +187,17 @@ impl OpenTable {
                         .reserve(1, GFP_KERNEL)
                         .map_err(|_| errno(ENOMEM))?;
                     let d = ctx.defer().map_err(errno)?;
-                    // Within the room just made: cannot fail.
-                    let _ = f.waiting.push(d, GFP_KERNEL);
-                    self.stats.recall_waits.fetch_add(1, Relaxed);
-                    if f.recall_since == 0 {
-                        f.recall_since = now_ns().max(1);
+                    // Within the room just made: cannot fail.  Were it to,
+                    // the open is answered `ECANCELED` (its drop counts it
+                    // in `deferred_cancelled`) after the lock, not under it.
+                    match f.waiting.push_within_capacity(d) {
+                        Ok(()) => {
+                            self.stats.recall_waits.fetch_add(1, Relaxed);
+                            if f.recall_since == 0 {
+                                f.recall_since = now_ns().max(1);
+                            }
+                        }
+                        Err(PushError(d)) => unqueued = Some(d),
                     }
                 }
                 Ok(0)
@@ -195,6 +205,7 @@ impl OpenTable {
         };
         let (handle, ino) = (f.handle, f.ino);
         drop(g);
+        drop(unqueued);
         for s in &sends {
             self.recall(&handle, ino, s);
         }
@@ -255,8 +266,7 @@ impl OpenTable {
             while i < f.waiting.len() {
                 if f.waiting[i].node() == node && done.reserve(1, GFP_ATOMIC).is_ok() {
                     if let Ok(d) = f.waiting.remove(i) {
-                        // Within the room just made: cannot fail.
-                        let _ = done.push(d, GFP_ATOMIC);
+                        move_to(&mut done, d);
                     }
                 } else {
                     i += 1;
@@ -297,8 +307,7 @@ impl OpenTable {
         }
         while !f.waiting.is_empty() && done.reserve(1, GFP_KERNEL).is_ok() {
             if let Some(d) = f.waiting.pop() {
-                // Within the room just made: cannot fail.
-                let _ = done.push(d, GFP_KERNEL);
+                move_to(done, d);
             }
         }
         if f.waiting.is_empty() {
@@ -325,6 +334,15 @@ impl OpenTable {
         drop(g);
         answer(done);
         outstanding
+    }
+}
+
+/// Moves the waiting open `d` to `done`, which the caller made room in:
+/// cannot fail.  Were the room missing after all, `d` is cancelled here
+/// (its drop answers `ECANCELED` and counts it in `deferred_cancelled`).
+fn move_to(done: &mut KVec<Deferred>, d: Deferred) {
+    if let Err(PushError(d)) = done.push_within_capacity(d) {
+        drop(d);
     }
 }
 

@@ -7,6 +7,7 @@
 use crate::plugin::{declared_plugin, Caller, Deferred};
 use crate::zoid_proto::zoid::plugin::CallResult;
 use crate::zoid_proto::zoid::plugins::ztest;
+use kernel::alloc::kvec::PushError;
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
@@ -128,8 +129,13 @@ impl ztest::Server for Ztest {
         }
         waiting.reserve(1, GFP_KERNEL).map_err(|_| pos(ENOMEM))?;
         let later = ctx.defer().map_err(pos)?;
-        // Cannot fail: room was reserved.
-        let _ = waiting.push(Waiter { key, later }, GFP_KERNEL);
+        // Cannot fail: room was reserved.  Were it to, the call is
+        // answered `ECANCELED` (its `Deferred` dropped, counted in
+        // `deferred_cancelled`) outside the lock.
+        if let Err(PushError(w)) = waiting.push_within_capacity(Waiter { key, later }) {
+            drop(waiting);
+            drop(w);
+        }
         Ok(0)
     }
 }

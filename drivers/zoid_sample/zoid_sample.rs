@@ -14,6 +14,7 @@
 
 use core::marker::PhantomData;
 use core::ptr::NonNull;
+use kernel::alloc::kvec::PushError;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -137,15 +138,17 @@ impl sample::Server for Sample {
             .reserve(1, GFP_KERNEL)
             .map_err(|_| ENOMEM.to_errno().abs())?;
         let later = Later::take(ctx).map_err(|e| e.to_errno().abs())?;
-        // Cannot fail: room was reserved.
-        let _ = waiting.push(
-            Waiter {
-                key,
-                node: ctx.node,
-                later,
-            },
-            GFP_KERNEL,
-        );
+        // Cannot fail: room was reserved.  Were it to, the call is
+        // answered `ECANCELED` (its `Later` dropped) outside the lock.
+        let w = Waiter {
+            key,
+            node: ctx.node,
+            later,
+        };
+        if let Err(PushError(w)) = waiting.push_within_capacity(w) {
+            drop(waiting);
+            drop(w);
+        }
         Ok(0)
     }
 }
