@@ -104,6 +104,11 @@ pub(crate) const LINGER_US: u32 = 2_000;
 /// left to the linger timeout).
 const EXITED_SLOTS: usize = 32;
 
+/// Actions whose room is taken before a protocol event changes anything:
+/// every event but one that invalidates or forwards to many nodes at once
+/// fits, so the state machine's actions need no memory as it goes.
+pub(crate) const ACTION_ROOM: usize = 8;
+
 /// Thread groups that exited while faults lingered, for `ssi_rx` (filled
 /// by the exit probe, which must not sleep or allocate).
 pub(crate) struct Exited {
@@ -220,12 +225,13 @@ counters! {
         msgs_received: "Coherence messages received.",
         invalidations: "Invalidations received.",
         first_touches: "Objects created here (zero-filled) at first touch.",
-        send_failed: "Messages treenet refused (or that could not be built).",
+        send_failed: "Messages treenet refused (or that could not be built or queued to send).",
         malformed: "Received messages with a bad header or contents length.",
         forged: "Received coherence messages (not requests) that named another node than their sender: dropped.",
         unexpected: "Received messages the protocol never sends in that state or from that sender (a forged InvAck, Invalidate, Copy or Ownership): dropped.",
         nomem_retries: "Events refused for lack of memory, given again later.",
-        dropped_nomem: "Messages lost: no memory to queue them for ssi_rx.",
+        dropped_nomem: "Messages lost: no memory to queue them for ssi_rx (or to give them to it again).",
+        actions_lost: "Protocol actions (a message to send, contents to keep or drop, a grant) an event gave that found no memory to be noted, past the room taken before the event: a node or a local access may then wait until its timeout.",
         timeouts: "Local accesses that gave up waiting.",
         peer_lost: "Local accesses failed because the node asked is down.",
         checkpoints: "Sets written to a checkpoint file.",
@@ -469,6 +475,28 @@ impl Containers {
         Ok(done)
     }
 
+    /// A sink for a protocol event's actions, into `actions`: one that
+    /// finds no memory (past the room taken before the event) is counted
+    /// lost.
+    pub(crate) fn action_sink<'a>(
+        &'a self,
+        actions: &'a mut KVec<Action>,
+    ) -> impl FnMut(Action) + 'a {
+        move |a| {
+            if actions.push(a, GFP_KERNEL).is_err() {
+                self.counters.actions_lost.fetch_add(1, Relaxed);
+            }
+        }
+    }
+
+    /// Puts `m` on `list`, to be handled again later; one that finds no
+    /// memory is lost, counted.
+    fn give_again(&self, list: &mut KVec<Pending>, m: Pending) {
+        if list.push(m, GFP_KERNEL).is_err() {
+            self.counters.dropped_nomem.fetch_add(1, Relaxed);
+        }
+    }
+
     pub(crate) fn send_all(&self, out: Outbox) {
         for (to, bytes) in out {
             match treenet::send(CHANNEL, to, &bytes, true) {
@@ -573,17 +601,15 @@ impl Containers {
                 // This node is leaving the cluster (or left it).
                 return Err(ENODEV);
             }
-            let mut actions = KVec::new();
-            let mut sink = |a| {
-                let _ = actions.push(a, GFP_KERNEL);
-            };
+            // Room before anything changes: without it the access fails.
+            let mut actions = KVec::with_capacity(ACTION_ROOM, GFP_KERNEL)?;
             if !frozen {
                 self.prefill(set, object, e)?;
             }
             let asked = if frozen {
                 Err(CohError::Busy)
             } else {
-                e.coh.acquire(access, &mut sink)
+                e.coh.acquire(access, &mut self.action_sink(&mut actions))
             };
             match asked {
                 Ok(()) => {
@@ -1086,11 +1112,12 @@ impl Containers {
 
     /// Releases the held access of `e`.
     pub(crate) fn release(&self, set: u32, object: u64, e: &mut Entry) -> Outbox {
-        let mut actions = KVec::new();
-        let mut sink = |a| {
-            let _ = actions.push(a, GFP_KERNEL);
-        };
-        if let Err(err) = e.coh.release(&mut sink) {
+        // The access ends whether or not there is room: without it each
+        // action finds memory as it comes, or is counted lost.
+        let mut actions: KVec<Action> =
+            KVec::with_capacity(ACTION_ROOM, GFP_KERNEL).unwrap_or_default();
+        let released = e.coh.release(&mut self.action_sink(&mut actions));
+        if let Err(err) = released {
             if err == CohError::NoMemory {
                 self.counters.nomem_retries.fetch_add(1, Relaxed);
             }
@@ -1143,11 +1170,13 @@ impl Containers {
             // access times out.
             return None;
         }
-        let mut actions = KVec::new();
-        let mut sink = |a| {
-            let _ = actions.push(a, GFP_KERNEL);
+        // Room before anything changes: without it the message is given
+        // again later.
+        let Ok(mut actions) = KVec::with_capacity(ACTION_ROOM, GFP_KERNEL) else {
+            return Some((src, h, carried));
         };
-        match e.coh.on_message(h.msg, &mut sink) {
+        let handled = e.coh.on_message(h.msg, &mut self.action_sink(&mut actions));
+        match handled {
             Ok(()) => {}
             Err(CohError::NoMemory) => return Some((src, h, carried)),
             Err(_) => {
@@ -1166,20 +1195,21 @@ impl Containers {
                 false
             }
         };
+        let mut more = None;
         if granted {
             self.counters.granted_remotely.fetch_add(1, Relaxed);
             if e.abandoned {
                 // Nobody waits for it any more: give it back.
                 e.abandoned = false;
-                let more = self.release(h.set, h.object, e);
-                for m in more {
-                    let _ = out.push(m, GFP_KERNEL);
-                }
+                more = Some(self.release(h.set, h.object, e));
             }
         }
         drop(t);
         self.changed.notify_all();
         self.send_all(out);
+        if let Some(more) = more {
+            self.send_all(more);
+        }
         None
     }
 
@@ -1286,7 +1316,7 @@ impl ThreadBody for Containers {
             let mut again = KVec::new();
             for (src, h, carried) in retry {
                 if let Some(m) = self.handle(src, h, carried) {
-                    let _ = again.push(m, GFP_KERNEL);
+                    self.give_again(&mut again, m);
                 }
             }
             for (src, msg) in batch {
@@ -1312,7 +1342,7 @@ impl ThreadBody for Containers {
                     continue;
                 }
                 if let Some(m) = self.handle(src, h, carried) {
-                    let _ = again.push(m, GFP_KERNEL);
+                    self.give_again(&mut again, m);
                 }
             }
             if !again.is_empty() {
@@ -1321,7 +1351,7 @@ impl ThreadBody for Containers {
                     .fetch_add(again.len() as u64, Relaxed);
                 let mut r = self.retry.lock();
                 for m in again {
-                    let _ = r.push(m, GFP_KERNEL);
+                    self.give_again(&mut r, m);
                 }
                 drop(r);
                 // Try again in a little while.

@@ -35,7 +35,7 @@ use kernel::rbtree::RBTree;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use crate::container::{Containers, Outbox, Pending, Table, CHANNEL};
+use crate::container::{Containers, Outbox, Pending, Table, ACTION_ROOM, CHANNEL};
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::sysfs::{ChangeNotifier, SysfsWriter};
@@ -308,7 +308,11 @@ impl Containers {
         p.reported = false;
         // Already recorded (a rebuild started over): mark again.
         let out = if p.recorded {
-            self.marks(&t).unwrap_or_default()
+            self.marks(&t).unwrap_or_else(|_| {
+                // The other survivors wait for these marks.
+                self.counters.send_failed.fetch_add(1, Relaxed);
+                KVec::new()
+            })
         } else {
             KVec::new()
         };
@@ -339,8 +343,12 @@ impl Containers {
         if t.objects.values().any(|e| e.coh.held().is_some()) {
             return true;
         }
+        let Ok(out) = self.marks(&t) else {
+            // Recorded at a later look, marks and all (counted).
+            self.counters.nomem_retries.fetch_add(1, Relaxed);
+            return true;
+        };
         t.rebuild.recorded = true;
-        let out = self.marks(&t).unwrap_or_default();
         drop(t);
         self.send_all(out);
         self.check_marks();
@@ -480,10 +488,15 @@ impl Containers {
                 }
             }
             self.unmap(object);
-            let mut actions = KVec::new();
-            let r = e.coh.reset(outcome, u32::from(home), &mut |a| {
-                let _ = actions.push(a, GFP_KERNEL);
-            });
+            // Every object is reset, room or not: without it each action
+            // finds memory as it comes, or is counted lost.
+            let mut actions: KVec<Action> =
+                KVec::with_capacity(ACTION_ROOM, GFP_KERNEL).unwrap_or_default();
+            let r = e.coh.reset(
+                outcome,
+                u32::from(home),
+                &mut self.action_sink(&mut actions),
+            );
             if r.is_err() {
                 self.counters.unexpected.fetch_add(1, Relaxed);
                 continue;
@@ -499,13 +512,19 @@ impl Containers {
                     }
                 }
             }
-            let granted = self
-                .apply(set, object, e, &actions, &mut None, &mut out)
-                .unwrap_or(false);
+            let granted = match self.apply(set, object, e, &actions, &mut None, &mut out) {
+                Ok(g) => g,
+                Err(_) => {
+                    self.counters.send_failed.fetch_add(1, Relaxed);
+                    false
+                }
+            };
             if granted && e.abandoned {
                 e.abandoned = false;
                 for m in self.release(set, object, e) {
-                    let _ = out.push(m, GFP_KERNEL);
+                    if out.push(m, GFP_KERNEL).is_err() {
+                        self.counters.send_failed.fetch_add(1, Relaxed);
+                    }
                 }
             }
         }
@@ -566,7 +585,10 @@ impl Containers {
             let c = self.membership.coord.lock();
             let mut v = KVec::new();
             for m in c.members.iter().filter(|m| m.alive) {
-                let _ = v.push(m.node, GFP_KERNEL);
+                if v.push(m.node, GFP_KERNEL).is_err() {
+                    // That member is not told of the set.
+                    self.counters.send_failed.fetch_add(1, Relaxed);
+                }
             }
             v
         };
@@ -603,7 +625,8 @@ impl Containers {
         let now = now_ns();
         let mut changed = None;
         let mut tell_sets = false;
-        if let Some(m) = c.members.iter_mut().find(|m| m.node == src) {
+        let co = &mut *c;
+        if let Some(m) = co.members.iter_mut().find(|m| m.node == src) {
             if m.left {
                 // Removed: ignored until `add_nodes`.
                 return;
@@ -611,30 +634,35 @@ impl Containers {
             m.last_heard_ns = now;
             if !m.alive {
                 // Back (ssi reloaded there, or a false suspicion): joins
-                // through a rebuild that forgets what it held.
+                // through a rebuild that forgets what it held.  Noted
+                // first: without memory the heartbeat is refused (counted)
+                // and the next one tries again.
+                if !co.rejoining.contains(&src) && co.rejoining.push(src, GFP_KERNEL).is_err() {
+                    self.counters.nomem_retries.fetch_add(1, Relaxed);
+                    return;
+                }
                 m.alive = true;
                 tell_sets = true;
-                c.join_pending = true;
-                if !c.rejoining.contains(&src) {
-                    let _ = c.rejoining.push(src, GFP_KERNEL);
-                }
+                co.join_pending = true;
             }
         } else {
+            let member = Member {
+                node: src,
+                last_heard_ns: now,
+                alive: true,
+                left: false,
+            };
+            if co.members.push(member, GFP_KERNEL).is_err() {
+                // Refused (counted): the next heartbeat tries again.
+                self.counters.nomem_retries.fetch_add(1, Relaxed);
+                return;
+            }
             tell_sets = true;
-            let _ = c.members.push(
-                Member {
-                    node: src,
-                    last_heard_ns: now,
-                    alive: true,
-                    left: false,
-                },
-                GFP_KERNEL,
-            );
-            if c.rebuilt {
-                c.join_pending = true;
+            if co.rebuilt {
+                co.join_pending = true;
             } else {
-                c.generation += 1;
-                changed = Some(c.generation);
+                co.generation += 1;
+                changed = Some(co.generation);
             }
         }
         let kick = c.join_pending;
