@@ -51,6 +51,14 @@ pub(crate) fn random_u32() -> u32 {
     unsafe { bindings::get_random_u32() }
 }
 
+/// A random 64-bit value from the kernel's CRNG (unguessable: fit for
+/// tokens a peer must not be able to forge).
+pub(crate) fn random_u64() -> u64 {
+    // SAFETY: `get_random_u64` has no preconditions (it may be called in
+    // any context, before the CRNG is seeded too).
+    unsafe { bindings::get_random_u64() }
+}
+
 /// `a / b` for 64-bit values on every arch (32-bit kernels have no
 /// `__udivdi3`: there it is `div64_u64`).  Division by zero gives 0.
 pub(crate) fn div_u64(a: u64, b: u64) -> u64 {
