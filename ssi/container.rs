@@ -35,7 +35,7 @@ use kernel::sync::{
 use kernel::time::{msecs_to_jiffies, Jiffies};
 
 // Not core's u64 formatting: it needs soft-float helpers on 32-bit kernels.
-use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, U64};
+use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, random_u64, U64};
 
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
@@ -229,6 +229,7 @@ counters! {
         malformed: "Received messages with a bad header or contents length.",
         forged: "Received coherence messages (not requests) that named another node than their sender: dropped.",
         unexpected: "Received messages the protocol never sends in that state or from that sender (a forged InvAck, Invalidate, Copy or Ownership): dropped.",
+        bad_token: "Received Copy or Ownership messages, while waiting for one, without the token of this node's request (forged by a node the request did not pass): dropped.",
         nomem_retries: "Events refused for lack of memory, given again later.",
         dropped_nomem: "Messages lost: no memory to queue them for ssi_rx (or to give them to it again).",
         actions_lost: "Protocol actions (a message to send, contents to keep or drop, a grant) an event gave that found no memory to be noted, past the room taken before the event: a node or a local access may then wait until its timeout.",
@@ -609,7 +610,10 @@ impl Containers {
             let asked = if frozen {
                 Err(CohError::Busy)
             } else {
-                e.coh.acquire(access, &mut self.action_sink(&mut actions))
+                // The request's token: only the answer that carries it
+                // back is taken.
+                e.coh
+                    .acquire(access, random_u64(), &mut self.action_sink(&mut actions))
             };
             match asked {
                 Ok(()) => {
@@ -1179,6 +1183,10 @@ impl Containers {
         match handled {
             Ok(()) => {}
             Err(CohError::NoMemory) => return Some((src, h, carried)),
+            Err(CohError::BadToken) => {
+                self.counters.bad_token.fetch_add(1, Relaxed);
+                return None;
+            }
             Err(_) => {
                 self.counters.unexpected.fetch_add(1, Relaxed);
                 return None;

@@ -39,7 +39,9 @@ use crate::container::{Containers, Outbox, Pending, Table, ACTION_ROOM, CHANNEL}
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::sysfs::{ChangeNotifier, SysfsWriter};
-use crate::zoid_kernel::time::{deadline_after_ms, ms_to_jiffies, now_ns, ns_to_ms, U64};
+use crate::zoid_kernel::time::{
+    deadline_after_ms, ms_to_jiffies, now_ns, ns_to_ms, random_u64, U64,
+};
 use crate::zoid_proto::ssi::coherence::{Access, Action, Msg, MsgKind};
 use crate::zoid_proto::ssi::control::{
     self, ControlHeader, Kind, HEADER_LEN, REPORT_ENTRY_LEN, RESUME_ENTRY_LEN,
@@ -492,9 +494,11 @@ impl Containers {
             // finds memory as it comes, or is counted lost.
             let mut actions: KVec<Action> =
                 KVec::with_capacity(ACTION_ROOM, GFP_KERNEL).unwrap_or_default();
+            // An access asked for is asked again, with a new token.
             let r = e.coh.reset(
                 outcome,
                 u32::from(home),
+                random_u64(),
                 &mut self.action_sink(&mut actions),
             );
             if r.is_err() {

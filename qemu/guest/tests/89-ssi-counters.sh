@@ -48,5 +48,7 @@ for bad in "1 2" "1 2 3 4" "x 1 1" "4294967296 1 1"; do
 done
 if (echo "1" > $S/read) 2>/dev/null; then echo "read '1' accepted"; exit 1; fi
 [ "$(counter $S/stats malformed)" = 0 ] && [ "$(counter $S/stats unexpected)" = 0 ]
+# Every Copy and Ownership carried its request's token.
+[ "$(counter $S/stats bad_token)" = 0 ] || { echo "bad_token: $(counter $S/stats bad_token)"; exit 1; }
 nonzero "ssi stats" $S/stats
 barrier 715

@@ -52,6 +52,7 @@ echo "20 8" > $S/read
 [ "$(counter $S/stats faults)" -gt 0 ] && [ "$(counter $S/stats unmaps)" -gt 0 ] \
   || fail "faults/unmaps not counted"
 [ "$(counter $S/stats malformed)" = 0 ] && [ "$(counter $S/stats unexpected)" = 0 ] \
+  && [ "$(counter $S/stats bad_token)" = 0 ] \
   || fail "malformed or unexpected messages"
 nonzero "ssi stats" $S/stats
 barrier 747

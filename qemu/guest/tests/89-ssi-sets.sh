@@ -120,6 +120,7 @@ else
 fi
 [ "$(counter $S/stats not_member)" = 0 ] || fail "members' messages dropped"
 [ "$(counter $S/stats malformed)" = 0 ] && [ "$(counter $S/stats unexpected)" = 0 ] \
+  && [ "$(counter $S/stats bad_token)" = 0 ] \
   || fail "malformed or unexpected messages"
 nonzero "ssi stats" $S/stats
 barrier 783

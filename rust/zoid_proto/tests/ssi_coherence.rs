@@ -20,17 +20,21 @@
 //!   reachable state the end (all scripts done, nothing in flight, the
 //!   counter equal to the number of writes) is still reachable.
 //!
+//! Every access is asked for with its own token (derived from the node,
+//! the access and whether a crash happened: unknown to the hostile node
+//! below, which no request ever passes).
+//!
 //! With a hostile node on, one more node (not in the scripts, never asked
 //! for anything) sends forged messages at any moment: `InvAck`,
 //! `Invalidate`, `Copy` and `Ownership`, in its own name, of any version,
 //! to any node.  Every one the receiver refuses must be `Unexpected` and
 //! change nothing, and the invariants above must hold for the honest nodes
 //! whatever it accepts.  A `Copy` to a node waiting for a read copy and an
-//! `Ownership` to a node waiting for ownership are left out: the receiver
-//! cannot tell who serves its request, so those are kept out by a set's
-//! member list (`ssi::members`), not by the state machine.  With the set
-//! limited to the honest nodes, the hostile node sends those too, and
-//! every message between members must pass the member check.
+//! `Ownership` to a node waiting for ownership are left out here (the
+//! unit tests below check that one without the request's token is
+//! refused).  With the set limited to the honest nodes, the hostile node
+//! sends those too, and every message between members must pass the
+//! member check.
 //!
 //! With crashes on, one node (not the home) may die in any state where no
 //! other node holds an access; the survivors rebuild at once
@@ -137,6 +141,20 @@ struct Node {
     /// Its script's current access is asked for and not granted yet (the
     /// caller waits for the grant, as the kernel's waiter does).
     asking: bool,
+    /// The token given with its current access (0 before the first).
+    token: u64,
+}
+
+/// The token node `node` gives with its access number `pc`, asked for
+/// again (`again`) after a crash: distinct for every (node, pc, again),
+/// never 0 or 2^64-1.
+fn token_for(node: usize, pc: usize, again: bool) -> u64 {
+    // splitmix64's finaliser, a bijection, of distinct inputs.
+    let mut z = ((node as u64) << 32 | (pc as u64) << 1 | u64::from(again))
+        .wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// A message in flight, with the contents it carries.
@@ -255,6 +273,7 @@ impl Model {
                 pc: 0,
                 dead: false,
                 asking: false,
+                token: 0,
             })
             .collect();
         World {
@@ -310,7 +329,7 @@ impl Model {
         if self.hostile {
             for (i, n) in w.nodes.iter().enumerate() {
                 for kind in FORGED_KINDS {
-                    // Indistinguishable from the real one: see the top.
+                    // Left out: see the top.
                     let waited = !self.limited
                         && match kind {
                             MsgKind::Copy => n.obj.state() == State::WaitRead,
@@ -333,11 +352,12 @@ impl Model {
         let mut actions = Vec::new();
         let (node, carried) = match step {
             Step::Acquire(i) => {
-                let access = self.scripts[i][w.nodes[i].pc];
-                w.nodes[i].asking = true;
-                w.nodes[i]
-                    .obj
-                    .acquire(access, &mut |a| actions.push(a))
+                let n = &mut w.nodes[i];
+                let access = self.scripts[i][n.pc];
+                n.asking = true;
+                n.token = token_for(i, n.pc, false);
+                n.obj
+                    .acquire(access, n.token, &mut |a| actions.push(a))
                     .map_err(|e| format!("node {i}: acquire {access:?}: {e:?}"))?;
                 (i, None)
             }
@@ -390,6 +410,7 @@ impl Model {
                     kind,
                     node: w.hostile.ok_or("a forgery without a hostile node")?,
                     version,
+                    token: 0,
                 };
                 let before = w.nodes[i].obj.clone();
                 let members = w.members.as_deref().map(|l| Members::new(Some(l), w.home));
@@ -481,9 +502,13 @@ impl Model {
                     w.nodes[i].value = contents.flatten();
                 }
             }
-            w.nodes[i]
-                .obj
-                .reset(outcome, w.home, &mut |a| actions.push(a))
+            let n = &mut w.nodes[i];
+            if n.obj.wanted().is_some() {
+                // Asked again, with a new token.
+                n.token = token_for(i, n.pc, true);
+            }
+            n.obj
+                .reset(outcome, w.home, n.token, &mut |a| actions.push(a))
                 .map_err(|e| format!("node {i}: reset: {e:?}"))?;
             perform(w, i, actions, None)?;
         }
@@ -839,6 +864,7 @@ fn misuse_and_foreign_messages_are_refused_without_effect() {
         kind: MsgKind::Ownership,
         node: 0,
         version: 9,
+        token: T,
     };
     let before = o.clone();
     assert_eq!(
@@ -849,6 +875,7 @@ fn misuse_and_foreign_messages_are_refused_without_effect() {
         kind: MsgKind::InvAck,
         node: 0,
         version: 0,
+        token: 0,
     };
     assert_eq!(
         o.on_message(ack, &mut |a| acts.push(a)),
@@ -858,6 +885,7 @@ fn misuse_and_foreign_messages_are_refused_without_effect() {
         kind: MsgKind::ReadReq,
         node: 1,
         version: 0,
+        token: T,
     };
     assert_eq!(
         o.on_message(own_request, &mut |a| acts.push(a)),
@@ -865,9 +893,9 @@ fn misuse_and_foreign_messages_are_refused_without_effect() {
     );
     assert_eq!(o, before);
     assert!(acts.is_empty());
-    o.acquire(Access::Read, &mut |a| acts.push(a)).unwrap();
+    o.acquire(Access::Read, T, &mut |a| acts.push(a)).unwrap();
     assert_eq!(
-        o.acquire(Access::Read, &mut |a| acts.push(a)),
+        o.acquire(Access::Read, T + 1, &mut |a| acts.push(a)),
         Err(Error::Busy)
     );
     assert_eq!(o.state(), State::WaitRead);
@@ -886,50 +914,90 @@ mod arbitrary_input {
 
     #[derive(Clone, Debug)]
     enum Event {
-        Acquire(bool),
+        Acquire(bool, u64),
         Release,
         Poll,
-        Message(u8, NodeId, u64),
+        Message(u8, NodeId, u64, u64),
+    }
+
+    /// Tokens: mostly those the accesses give, so that answers are taken.
+    fn token() -> impl Strategy<Value = u64> {
+        prop_oneof![Just(T), Just(T + 1), Just(0), Just(u64::MAX)]
     }
 
     fn event() -> impl Strategy<Value = Event> {
         prop_oneof![
-            any::<bool>().prop_map(Event::Acquire),
+            (any::<bool>(), prop_oneof![Just(T), Just(T + 1)])
+                .prop_map(|(w, t)| Event::Acquire(w, t)),
             Just(Event::Release),
             Just(Event::Poll),
             (
                 0u8..8,
                 0u32..4,
-                prop_oneof![0u64..4, Just(u64::MAX), Just(u64::MAX - 1)]
+                prop_oneof![0u64..4, Just(u64::MAX), Just(u64::MAX - 1)],
+                token(),
             )
-                .prop_map(|(k, n, v)| Event::Message(k, n, v)),
+                .prop_map(|(k, n, v, t)| Event::Message(k, n, v, t)),
         ]
     }
 
     proptest! {
         /// Whatever a peer sends, in any state: no panic, no message to
-        /// itself, and a refused message changes nothing.
+        /// itself, a refused message changes nothing, and a `Copy` or an
+        /// `Ownership` is taken only with the token of the access asked
+        /// for.
         #[test]
         fn any_message_sequence_is_handled_or_refused_cleanly(
             home in 0u32..4,
             events in proptest::collection::vec(event(), 0..64),
         ) {
             let mut o = Obj::new(1, home, Set::default(), Set::default(), Queue::default());
+            // The token of the access last asked for.
+            let mut asked = None;
             for e in events {
                 let before = o.clone();
                 let mut acts = Vec::new();
+                let mut answer = None;
                 let r = match e {
-                    Event::Acquire(w) => o.acquire(if w { W } else { R }, &mut |a| acts.push(a)),
+                    Event::Acquire(w, token) => {
+                        let r = o.acquire(if w { W } else { R }, token, &mut |a| acts.push(a));
+                        if r.is_ok() {
+                            asked = Some(token);
+                        }
+                        r
+                    }
                     Event::Release => o.release(&mut |a| acts.push(a)),
                     Event::Poll => o.poll(&mut |a| acts.push(a)),
-                    Event::Message(k, node, version) => match MsgKind::from_u8(k) {
-                        Some(kind) => o.on_message(Msg { kind, node, version }, &mut |a| acts.push(a)),
+                    Event::Message(k, node, version, token) => match MsgKind::from_u8(k) {
+                        Some(kind) => {
+                            let msg = Msg { kind, node, version, token };
+                            if kind.carries_contents() {
+                                answer = Some(token);
+                            }
+                            prop_assert_eq!(
+                                o.is_answer(&msg),
+                                matches!(
+                                    (kind, o.state()),
+                                    (MsgKind::Copy, State::WaitRead)
+                                        | (MsgKind::Ownership, State::WaitWrite)
+                                ) && Some(token) == asked
+                                    && version != u64::MAX
+                                    && node != 1
+                            );
+                            o.on_message(msg, &mut |a| acts.push(a))
+                        }
                         None => continue,
                     },
                 };
-                if matches!(r, Err(Error::Unexpected | Error::Busy)) {
+                if matches!(r, Err(Error::Unexpected | Error::Busy | Error::BadToken)) {
                     prop_assert_eq!(&o, &before);
                     prop_assert!(acts.is_empty());
+                }
+                if r.is_ok() && answer.is_some() {
+                    prop_assert_eq!(answer, asked, "took another token");
+                }
+                if r == Err(Error::BadToken) {
+                    prop_assert_ne!(answer, asked);
                 }
                 for a in acts {
                     if let Action::Send { to, .. } = a {
@@ -954,6 +1022,7 @@ mod wire {
                 kind,
                 node: 0xdead_beef,
                 version: 42,
+                token: 0x1122_3344_5566_7788,
             },
             contents_len: len,
         }
@@ -981,11 +1050,17 @@ mod wire {
             Err(WireError::BadLength)
         );
         let mut b = r.encode();
-        assert_eq!(Header::decode(&b[..31], 31), Err(WireError::Short));
+        assert_eq!(Header::decode(&b[..39], 39), Err(WireError::Short));
+        // The token is the header's last 8 bytes, big-endian.
+        assert_eq!(HEADER_LEN, 40);
+        assert_eq!(b[32..], 0x1122_3344_5566_7788u64.to_be_bytes());
         b[3] = 9;
         assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadKind));
-        b[2] = 2;
-        assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadVersion));
+        // Version 1 (without the token) and unknown versions.
+        for v in [1, 3] {
+            b[2] = v;
+            assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadVersion));
+        }
         b[0] = 0;
         assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadMagic));
     }
@@ -993,7 +1068,7 @@ mod wire {
     proptest! {
         #[test]
         fn arbitrary_bytes_decode_or_fail_cleanly(
-            b in proptest::collection::vec(any::<u8>(), 0..48),
+            b in proptest::collection::vec(any::<u8>(), 0..56),
             extra in 0usize..5000,
         ) {
             if let Ok(h) = Header::decode(&b, b.len().saturating_add(extra)) {
@@ -1044,6 +1119,7 @@ fn only_requests_name_another_node_than_their_sender() {
             kind,
             node: 7,
             version: 0,
+            token: T,
         };
         assert!(
             forwarded.names_sender_ok(3),
@@ -1060,6 +1136,7 @@ fn only_requests_name_another_node_than_their_sender() {
             kind,
             node: 7,
             version: 1,
+            token: T,
         };
         assert!(m.names_sender_ok(7), "{kind:?} from its node");
         assert!(
@@ -1127,11 +1204,21 @@ fn run(
     (r, acts)
 }
 
+/// The token the unit tests' accesses give.
+const T: u64 = 0x70c3_11a9_0b5e_44d1;
+
+/// A message as an honest node sends it in the unit tests: requests and
+/// their answers carry [`T`], the other kinds no token.
 fn msg(kind: MsgKind, node: NodeId, version: u64) -> Msg {
+    let token = match kind {
+        MsgKind::Invalidate | MsgKind::InvAck => 0,
+        _ => T,
+    };
     Msg {
         kind,
         node,
         version,
+        token,
     }
 }
 
@@ -1148,7 +1235,7 @@ fn refused(o: &mut Obj, m: Msg) {
 fn acknowledgements_count_once_and_only_from_invalidated_nodes() {
     // Node 0 owns the object; 1 and 2 read it; 0 writes.
     let mut o = Obj::new(0, 0, Set::default(), Set::default(), Queue::default());
-    run(&mut o, |o, out| o.acquire(R, out)).0.unwrap();
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
     run(&mut o, |o, out| o.release(out)).0.unwrap();
     for reader in [1, 2] {
         let (r, _) = run(&mut o, |o, out| {
@@ -1156,7 +1243,7 @@ fn acknowledgements_count_once_and_only_from_invalidated_nodes() {
         });
         r.unwrap();
     }
-    let (r, acts) = run(&mut o, |o, out| o.acquire(W, out));
+    let (r, acts) = run(&mut o, |o, out| o.acquire(W, T, out));
     r.unwrap();
     assert_eq!(acts.len(), 2, "{acts:?}");
     assert_eq!(o.state(), State::WaitAcks);
@@ -1180,7 +1267,7 @@ fn acknowledgements_count_once_and_only_from_invalidated_nodes() {
 fn only_the_owner_a_copy_came_from_invalidates_it() {
     // Node 1 reads from the home 0.
     let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
-    run(&mut o, |o, out| o.acquire(R, out)).0.unwrap();
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
     // Invalidations while waiting mark their sender's copies stale only.
     let (r, acts) = run(&mut o, |o, out| {
         o.on_message(msg(MsgKind::Invalidate, 3, 9), out)
@@ -1216,12 +1303,12 @@ fn only_the_owner_a_copy_came_from_invalidates_it() {
 #[test]
 fn a_dropped_copy_is_invalidated_by_its_owner_while_waiting_to_write() {
     let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
-    run(&mut o, |o, out| o.acquire(R, out)).0.unwrap();
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
     run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 0, 1), out))
         .0
         .unwrap();
     run(&mut o, |o, out| o.release(out)).0.unwrap();
-    run(&mut o, |o, out| o.acquire(W, out)).0.unwrap();
+    run(&mut o, |o, out| o.acquire(W, T, out)).0.unwrap();
     assert_eq!(o.state(), State::WaitWrite);
     refused(&mut o, msg(MsgKind::Invalidate, 2, 2));
     refused(&mut o, msg(MsgKind::Copy, 0, 2));
@@ -1269,5 +1356,231 @@ fn a_hostile_node_outside_a_limited_set_is_never_heard() {
     eprintln!(
         "hostile outsider: {} forgeries refused",
         FORGED_REFUSED.with(Cell::get)
+    );
+}
+
+/// The requests `acts` sends, as (to, kind, node, token).
+fn requests(acts: &[Action]) -> Vec<(NodeId, MsgKind, NodeId, u64)> {
+    acts.iter()
+        .filter_map(|a| match a {
+            Action::Send { to, msg }
+                if matches!(msg.kind, MsgKind::ReadReq | MsgKind::WriteReq) =>
+            {
+                Some((*to, msg.kind, msg.node, msg.token))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// `m` is refused as `BadToken`, changing nothing.
+fn refused_for_token(o: &mut Obj, m: Msg) {
+    let before = o.clone();
+    let (r, acts) = run(o, |o, out| o.on_message(m, out));
+    assert_eq!(r, Err(Error::BadToken), "{m:?}");
+    assert!(acts.is_empty(), "{m:?}: {acts:?}");
+    assert_eq!(*o, before, "{m:?}");
+}
+
+#[test]
+fn a_copy_or_ownership_without_the_request_token_is_refused() {
+    // Node 1 asks the home 0 for a copy, with token T.
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    let (r, acts) = run(&mut o, |o, out| o.acquire(R, T, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(0, MsgKind::ReadReq, 1, T)]);
+    let copy = msg(MsgKind::Copy, 0, 1);
+    for token in [0, 1, T ^ 1, T ^ (1 << 63), u64::MAX] {
+        refused_for_token(&mut o, Msg { token, ..copy });
+        // From any member: the sender is not what gives it away.
+        refused_for_token(
+            &mut o,
+            Msg {
+                token,
+                node: 2,
+                ..copy
+            },
+        );
+    }
+    // Not waiting for ownership: unexpected whatever the token.
+    refused(&mut o, msg(MsgKind::Ownership, 0, 1));
+    let (r, acts) = run(&mut o, |o, out| o.on_message(copy, out));
+    assert_eq!(
+        (r, acts),
+        (Ok(()), vec![Action::Install, Action::Granted(R)])
+    );
+    run(&mut o, |o, out| o.release(out)).0.unwrap();
+    // Again, with the token of the access just done: a replay.
+    refused(&mut o, copy);
+    let t2 = T.wrapping_mul(3);
+    let (r, acts) = run(&mut o, |o, out| o.acquire(W, t2, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(0, MsgKind::WriteReq, 1, t2)]);
+    let own = Msg {
+        token: t2,
+        ..msg(MsgKind::Ownership, 0, 2)
+    };
+    for token in [0, T, t2 ^ 1, u64::MAX] {
+        refused_for_token(&mut o, Msg { token, ..own });
+    }
+    refused(&mut o, Msg { token: t2, ..copy });
+    let (r, acts) = run(&mut o, |o, out| o.on_message(own, out));
+    assert_eq!(
+        (r, acts),
+        (Ok(()), vec![Action::Install, Action::Granted(W)])
+    );
+    assert_eq!(o.state(), State::WriteOwner);
+}
+
+#[test]
+fn the_token_travels_with_the_request_and_comes_back() {
+    // Node 0 owns the object and writes; node 2 points to 1, 1 to 0.
+    let mut owner = Obj::new(0, 0, Set::default(), Set::default(), Queue::default());
+    let mut fwd = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut owner, |o, out| o.acquire(W, 5, out)).0.unwrap();
+    // 2's read request reaches 1, which forwards it unchanged.
+    let req = Msg {
+        token: 0xabcd,
+        ..msg(MsgKind::ReadReq, 2, 0)
+    };
+    let (r, acts) = run(&mut fwd, |o, out| o.on_message(req, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(0, MsgKind::ReadReq, 2, 0xabcd)]);
+    // The owner is busy: the request waits, then its copy carries the
+    // token.
+    run(&mut owner, |o, out| o.on_message(req, out)).0.unwrap();
+    let wreq = Msg {
+        token: 0xef01,
+        ..msg(MsgKind::WriteReq, 3, 0)
+    };
+    run(&mut owner, |o, out| o.on_message(wreq, out)).0.unwrap();
+    let (r, acts) = run(&mut owner, |o, out| o.release(out));
+    r.unwrap();
+    let sent: Vec<_> = acts
+        .iter()
+        .filter_map(|a| match a {
+            Action::Send { to, msg } => Some((*to, msg.kind, msg.token)),
+            _ => None,
+        })
+        .collect();
+    // The copy to 2, then the write: 2's copy invalidated first.
+    assert_eq!(
+        sent,
+        vec![(2, MsgKind::Copy, 0xabcd), (2, MsgKind::Invalidate, 0),]
+    );
+    let (r, acts) = run(&mut owner, |o, out| {
+        o.on_message(msg(MsgKind::InvAck, 2, 0), out)
+    });
+    r.unwrap();
+    assert_eq!(
+        acts[0],
+        Action::Send {
+            to: 3,
+            msg: Msg {
+                kind: MsgKind::Ownership,
+                node: 0,
+                version: 1,
+                token: 0xef01,
+            }
+        }
+    );
+}
+
+#[test]
+fn a_node_on_the_request_path_can_still_answer() {
+    // The residual: node 2 forwards node 1's request, so it knows the
+    // token, and its own Copy is taken as the answer (a node off the
+    // path, 3, cannot guess it).
+    let mut o = Obj::new(1, 2, Set::default(), Set::default(), Queue::default());
+    let (r, acts) = run(&mut o, |o, out| o.acquire(R, T, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(2, MsgKind::ReadReq, 1, T)]);
+    refused_for_token(
+        &mut o,
+        Msg {
+            token: 0,
+            ..msg(MsgKind::Copy, 3, 7)
+        },
+    );
+    let (r, _) = run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 2, 7), out));
+    assert_eq!(r, Ok(()));
+    assert_eq!(o.state(), State::ReadCopy);
+}
+
+#[test]
+fn a_stale_copy_is_asked_for_again_with_the_same_token() {
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
+    // 0 serves, then writes: its invalidation overtakes the copy.
+    run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Invalidate, 0, 2), out)
+    })
+    .0
+    .unwrap();
+    // A stale copy with another token is still not the answer.
+    refused_for_token(
+        &mut o,
+        Msg {
+            token: T + 1,
+            ..msg(MsgKind::Copy, 0, 1)
+        },
+    );
+    let (r, acts) = run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 0, 1), out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(0, MsgKind::ReadReq, 1, T)]);
+    assert_eq!(o.state(), State::WaitRead);
+    let (r, acts) = run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 0, 2), out));
+    r.unwrap();
+    assert_eq!(acts, vec![Action::Install, Action::Granted(R)]);
+}
+
+#[test]
+fn a_rebuild_counts_only_the_answer_with_the_request_token() {
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(W, T, out)).0.unwrap();
+    let forged = Msg {
+        token: T ^ 1,
+        ..msg(MsgKind::Ownership, 2, 4)
+    };
+    let real = msg(MsgKind::Ownership, 0, 4);
+    // A forged ownership kept during the freeze makes nobody an owner
+    // (two owners would be reported otherwise).
+    assert_eq!(o.holding(&[forged]), (Holding::Nothing, Source::Local));
+    assert_eq!(
+        o.holding(&[forged, real]),
+        (
+            Holding::Owner {
+                version: 4,
+                created: true
+            },
+            Source::Kept(1)
+        )
+    );
+    // The reset asks again with the new token, and only it is taken.
+    let t2 = T.rotate_left(17);
+    let outcome = Outcome::Owner {
+        owner: 0,
+        version: 4,
+        created: true,
+    };
+    let (r, acts) = run(&mut o, |o, out| o.reset(outcome, 0, t2, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(0, MsgKind::WriteReq, 1, t2)]);
+    refused_for_token(&mut o, real);
+    let (r, _) = run(&mut o, |o, out| {
+        o.on_message(Msg { token: t2, ..real }, out)
+    });
+    assert_eq!(r, Ok(()));
+    // The same for a read copy.
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
+    let forged = Msg {
+        token: 0,
+        ..msg(MsgKind::Copy, 2, 4)
+    };
+    assert_eq!(o.holding(&[forged]), (Holding::Nothing, Source::Local));
+    assert_eq!(
+        o.holding(&[forged, msg(MsgKind::Copy, 0, 4)]),
+        (Holding::Copy { version: 4 }, Source::Kept(1))
     );
 }

@@ -161,6 +161,9 @@ pub struct Cluster {
     counts: Counts,
     /// Nodes that died ([`Cluster::rebuild_without`]).
     dead: Vec<NodeId>,
+    /// Request tokens given so far (ssi.ko draws random ones; distinct
+    /// ones do here).
+    tokens: u64,
 }
 
 impl Cluster {
@@ -190,6 +193,7 @@ impl Cluster {
             writes: 0,
             counts: Counts::default(),
             dead: Vec::new(),
+            tokens: 0,
         }
     }
 
@@ -208,12 +212,19 @@ impl Cluster {
     /// already has one going (the workloads never do that).
     pub fn start(&mut self, node: NodeId, access: Access) {
         let mut actions = Vec::new();
+        let token = self.next_token();
         self.nodes[node as usize].hops = 0;
         self.nodes[node as usize]
             .obj
-            .acquire(access, &mut |a| actions.push(a))
+            .acquire(access, token, &mut |a| actions.push(a))
             .expect("one access per node at a time");
         self.apply(node, actions, None);
+    }
+
+    /// A token for a new request.
+    fn next_token(&mut self) -> u64 {
+        self.tokens += 1;
+        self.tokens
     }
 
     /// Delivers messages until none is in flight.
@@ -343,9 +354,10 @@ impl Cluster {
                 continue;
             }
             let mut actions = Vec::new();
+            let token = self.next_token();
             self.nodes[n as usize]
                 .obj
-                .reset(outcome, 0, &mut |a| actions.push(a))
+                .reset(outcome, 0, token, &mut |a| actions.push(a))
                 .expect("no access is held");
             self.apply(n, actions, None);
         }

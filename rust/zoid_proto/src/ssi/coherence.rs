@@ -30,16 +30,21 @@
 //! and asked for again.
 //!
 //! Messages are checked against what this node knows, so that a peer that
-//! forges them cannot make a write proceed past a valid copy or drop a
-//! copy nobody invalidated ([`Object::on_message`]): an `InvAck` counts
-//! only from a node the owner invalidated and has not heard from, an
-//! `Invalidate` only from the owner that holds this node in its copyset
-//! (the node its copy came from), and a `Copy` or an `Ownership` only
-//! while this node waits for it.  Who serves a request is not known to
-//! the requester (requests are forwarded along probable owners), so a
-//! forged `Copy` or `Ownership` that reaches a node while it waits cannot
-//! be told from the real one here: limiting a set to its members
-//! ([`super::members`]) keeps other nodes out.
+//! forges them cannot make a write proceed past a valid copy, drop a copy
+//! nobody invalidated or hand a node contents it did not ask for
+//! ([`Object::on_message`]): an `InvAck` counts only from a node the owner
+//! invalidated and has not heard from, an `Invalidate` only from the owner
+//! that holds this node in its copyset (the node its copy came from), and
+//! a `Copy` or an `Ownership` only while this node waits for it and only
+//! with the token of its request.  Who serves a request is not known to
+//! the requester (requests are forwarded along probable owners), so every
+//! request carries a token, 64 random bits the caller draws for each
+//! access ([`Object::acquire`]); the request keeps it as it is forwarded,
+//! the owner that serves it sends it back in its `Copy` or `Ownership`,
+//! and the requester takes no other ([`Error::BadToken`]).  The nodes the
+//! request passes see the token, so one of them can still answer in the
+//! owner's place; a node off that path cannot.  Limiting a set to its
+//! members ([`super::members`]) keeps other nodes out altogether.
 //!
 //! Storage that grows with the number of nodes (the copyset, the nodes
 //! that invalidated a wait for a copy, and the queue of waiting requests)
@@ -165,6 +170,10 @@ pub struct Msg {
     /// `Copy`, `Ownership`: version of the contents carried.
     /// `Invalidate`: the version about to be written.  Otherwise 0.
     pub version: u64,
+    /// Requests: the requester's token for this request (kept when
+    /// forwarded).  `Copy`, `Ownership`: the token of the request served.
+    /// Otherwise 0.
+    pub token: u64,
 }
 
 impl Msg {
@@ -185,6 +194,8 @@ pub struct Request {
     pub access: Access,
     /// Who asks.
     pub node: NodeId,
+    /// The requester's token, sent back with the `Copy` or `Ownership`.
+    pub token: u64,
 }
 
 /// What the caller does on behalf of the state machine, in order.
@@ -222,6 +233,10 @@ pub enum Error {
     /// never from that sender (a corrupt, foreign or forging peer):
     /// ignored, nothing changed.
     Unexpected,
+    /// A `Copy` or an `Ownership` while this node waits for one, without
+    /// the token of its request: not the answer to it (forged by a node
+    /// that did not see the request): ignored, nothing changed.
+    BadToken,
 }
 
 /// A set of nodes: the copyset (kept by the owner), and the nodes that
@@ -267,11 +282,16 @@ pub struct Object<Q, C> {
     /// node waits for ownership after dropping that copy, until the owner
     /// invalidates it or hands ownership over).
     copy_from: Option<NodeId>,
-    /// In `WaitAcks`: hand ownership to this node once acknowledged
-    /// (`None`: the acknowledgements are for a local write).
-    transfer_to: Option<NodeId>,
+    /// In `WaitAcks`: hand ownership to this node, with the token of its
+    /// request, once acknowledged (`None`: the acknowledgements are for a
+    /// local write).
+    transfer_to: Option<(NodeId, u64)>,
     held: Option<Access>,
     wanted: Option<Access>,
+    /// The token of the access last asked for ([`Object::acquire`]): sent
+    /// with this node's request for it, and the only one a `Copy` or an
+    /// `Ownership` answering it may carry.
+    token: u64,
     /// An invalidation that waits for the local read to end: its sender.
     deferred_ack: Option<NodeId>,
     /// On the owner, the nodes holding read copies; in `WaitAcks`, those
@@ -303,6 +323,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
             transfer_to: None,
             held: None,
             wanted: None,
+            token: 0,
             deferred_ack: None,
             copyset,
             invalidators,
@@ -346,6 +367,22 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         self.state == State::WaitRead && self.invalidators.contains(node)
     }
 
+    /// Whether `msg` answers this node's request, as
+    /// [`Object::on_message`] would take it: the `Copy` it waits for, or
+    /// the `Ownership`, carrying the request's token (a copy may still be
+    /// stale: [`Object::copy_is_stale`]).
+    pub fn is_answer(&self, msg: &Msg) -> bool {
+        let kind = match self.state {
+            State::WaitRead => MsgKind::Copy,
+            State::WaitWrite => MsgKind::Ownership,
+            _ => return false,
+        };
+        msg.kind == kind
+            && msg.token == self.token
+            && msg.version != u64::MAX
+            && msg.node != self.me
+    }
+
     /// The node this node's read copy came from, while it may still
     /// invalidate it.
     pub fn copy_from(&self) -> Option<NodeId> {
@@ -375,13 +412,23 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         self.queue.front().is_some()
     }
 
-    fn send(&self, out: &mut dyn FnMut(Action), to: NodeId, kind: MsgKind, node: NodeId, v: u64) {
+    /// Sends a `kind` message naming `node`, with version `version` and
+    /// token `token`, to `to`.
+    fn send(
+        out: &mut dyn FnMut(Action),
+        to: NodeId,
+        kind: MsgKind,
+        node: NodeId,
+        version: u64,
+        token: u64,
+    ) {
         out(Action::Send {
             to,
             msg: Msg {
                 kind,
                 node,
-                version: v,
+                version,
+                token,
             },
         });
     }
@@ -398,10 +445,21 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
     /// Asks for `access` locally.  [`Action::Granted`] comes now, or later
     /// from [`Object::on_message`]; until [`Object::release`], one access
     /// at a time (`Busy`).
-    pub fn acquire(&mut self, access: Access, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
+    ///
+    /// `token` goes with the request this access sends, if it must ask
+    /// another node, and only a `Copy` or an `Ownership` that carries it
+    /// back is taken: give a new unguessable value (64 random bits) for
+    /// every access.
+    pub fn acquire(
+        &mut self,
+        access: Access,
+        token: u64,
+        out: &mut dyn FnMut(Action),
+    ) -> Result<(), Error> {
         if self.held.is_some() || self.wanted.is_some() {
             return Err(Error::Busy);
         }
+        self.token = token;
         match (self.state, access) {
             (State::InvOwner, _) => {
                 out(Action::FirstTouch);
@@ -437,14 +495,14 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
             Access::Read => {
                 self.state = State::WaitRead;
                 self.invalidators.drain_each(&mut |_| {});
-                self.send(out, to, MsgKind::ReadReq, self.me, 0);
+                Self::send(out, to, MsgKind::ReadReq, self.me, 0, self.token);
             }
             Access::Write => {
                 self.state = State::WaitWrite;
                 // The last node to ask for ownership is where requests
                 // queue from now on.
                 self.hint = self.me;
-                self.send(out, to, MsgKind::WriteReq, self.me, 0);
+                Self::send(out, to, MsgKind::WriteReq, self.me, 0, self.token);
             }
         }
     }
@@ -460,7 +518,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         if let Some(from) = self.deferred_ack.take() {
             self.state = State::InvCopy;
             out(Action::DropContents);
-            self.send(out, from, MsgKind::InvAck, self.me, 0);
+            Self::send(out, from, MsgKind::InvAck, self.me, 0, 0);
         }
         self.serve_queue(out)
     }
@@ -493,21 +551,33 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                 self.copyset.insert(req.node)?;
                 self.first_touch(out);
                 self.state = State::ReadOwner;
-                self.send(out, req.node, MsgKind::Copy, self.me, self.version);
+                Self::send(
+                    out,
+                    req.node,
+                    MsgKind::Copy,
+                    self.me,
+                    self.version,
+                    req.token,
+                );
             }
             Access::Write => {
                 self.first_touch(out);
                 self.hint = req.node;
                 self.copyset.remove(req.node);
-                self.invalidate_copies(Some(req.node), out);
+                self.invalidate_copies(Some((req.node, req.token)), out);
             }
         }
         Ok(())
     }
 
-    /// Invalidates every copy before a write (here, or at `transfer_to`).
-    /// The copyset keeps each node until it acknowledges.
-    fn invalidate_copies(&mut self, transfer_to: Option<NodeId>, out: &mut dyn FnMut(Action)) {
+    /// Invalidates every copy before a write (here, or at `transfer_to`:
+    /// the requester and its token).  The copyset keeps each node until it
+    /// acknowledges.
+    fn invalidate_copies(
+        &mut self,
+        transfer_to: Option<(NodeId, u64)>,
+        out: &mut dyn FnMut(Action),
+    ) {
         let (me, next) = (self.me, self.version.saturating_add(1));
         self.copyset.for_each(&mut |node| {
             out(Action::Send {
@@ -516,6 +586,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                     kind: MsgKind::Invalidate,
                     node: me,
                     version: next,
+                    token: 0,
                 },
             });
         });
@@ -533,8 +604,8 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                 self.state = State::WriteOwner;
                 self.grant(Access::Write, out);
             }
-            Some(to) => {
-                self.send(out, to, MsgKind::Ownership, self.me, self.version);
+            Some((to, token)) => {
+                Self::send(out, to, MsgKind::Ownership, self.me, self.version, token);
                 out(Action::DropContents);
                 self.state = State::InvCopy;
                 // Whatever was queued goes after the new owner.
@@ -579,7 +650,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
             Access::Read => MsgKind::ReadReq,
             Access::Write => MsgKind::WriteReq,
         };
-        self.send(out, self.hint, kind, req.node, 0);
+        Self::send(out, self.hint, kind, req.node, 0, req.token);
         if req.access == Access::Write {
             self.hint = req.node;
         }
@@ -604,20 +675,28 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                     Request {
                         access,
                         node: msg.node,
+                        token: msg.token,
                     },
                     out,
                 )
             }
             MsgKind::Copy => {
-                // Only while waiting for one.  Who serves the request is
-                // not known here (it was forwarded along probable owners).
+                // Only while waiting for one, and only the answer to this
+                // node's request: who serves it is not known here (it was
+                // forwarded along probable owners), but the server sends
+                // the request's token back.
                 if self.state != State::WaitRead {
                     return Err(Error::Unexpected);
                 }
+                if msg.token != self.token {
+                    return Err(Error::BadToken);
+                }
                 if self.invalidators.contains(msg.node) {
-                    // Crossed the invalidation of its version: ask again.
+                    // Crossed the invalidation of its version: ask again
+                    // (the same request: its token is known on its path
+                    // already).
                     self.invalidators.drain_each(&mut |_| {});
-                    self.send(out, self.hint, MsgKind::ReadReq, self.me, 0);
+                    Self::send(out, self.hint, MsgKind::ReadReq, self.me, 0, self.token);
                     return Ok(());
                 }
                 out(Action::Install);
@@ -629,10 +708,13 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                 Ok(())
             }
             MsgKind::Ownership => {
-                // Only while waiting for it (its sender is not known here
-                // either).
+                // Only while waiting for it, with the request's token (its
+                // sender is not known here either).
                 if self.state != State::WaitWrite {
                     return Err(Error::Unexpected);
+                }
+                if msg.token != self.token {
+                    return Err(Error::BadToken);
                 }
                 out(Action::Install);
                 // The owner that held the dropped copy served this write
@@ -681,7 +763,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
             }
             _ => return Err(Error::Unexpected),
         }
-        self.send(out, from, MsgKind::InvAck, self.me, 0);
+        Self::send(out, from, MsgKind::InvAck, self.me, 0, 0);
         Ok(())
     }
 

@@ -67,6 +67,7 @@ mod tests {
             kind,
             node,
             version: 1,
+            token: 7,
         }
     }
 

@@ -82,12 +82,14 @@ pub enum Outcome {
 
 impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
     /// What this node holds, counting `kept`: the messages about this
-    /// object received since it froze, in order.  Ownership arriving makes
-    /// it the owner; a copy it waits for (and that did not cross its
-    /// invalidation) makes it a copy.  Call it with no access held.
+    /// object received since it froze, in order.  The ownership it waits
+    /// for arriving makes it the owner; the copy it waits for (and that
+    /// did not cross its invalidation) makes it a copy; either must carry
+    /// the token of its request ([`Object::is_answer`]), as
+    /// [`Object::on_message`] requires.  Call it with no access held.
     pub fn holding(&self, kept: &[Msg]) -> (Holding, Source) {
         for (i, m) in kept.iter().enumerate() {
-            if m.kind == MsgKind::Ownership && self.state() == State::WaitWrite {
+            if m.kind == MsgKind::Ownership && self.is_answer(m) {
                 return (
                     Holding::Owner {
                         version: m.version,
@@ -116,7 +118,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         }
         if self.state() == State::WaitRead {
             for (i, m) in kept.iter().enumerate() {
-                if m.kind == MsgKind::Copy && !self.copy_is_stale(m.node) {
+                if m.kind == MsgKind::Copy && self.is_answer(m) && !self.copy_is_stale(m.node) {
                     return (Holding::Copy { version: m.version }, Source::Kept(i));
                 }
             }
@@ -130,12 +132,14 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
     /// the contents it reported (the caller installs them when they were
     /// in a kept message: [`Action::Install`] is not emitted); every other
     /// node drops its contents.  A local access that was asked for is
-    /// asked again (its actions go to `out`); a held access is refused
-    /// (`Busy`: freeze only once accesses end).
+    /// asked again, with the new token `token` (as [`Object::acquire`];
+    /// its actions go to `out`); a held access is refused (`Busy`: freeze
+    /// only once accesses end).
     pub fn reset(
         &mut self,
         outcome: Outcome,
         home: NodeId,
+        token: u64,
         out: &mut dyn FnMut(Action),
     ) -> Result<(), Error> {
         if self.held().is_some() {
@@ -175,7 +179,7 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
             }
         }
         if let Some(access) = wanted {
-            self.acquire(access, out)?;
+            self.acquire(access, token, out)?;
         }
         Ok(())
     }

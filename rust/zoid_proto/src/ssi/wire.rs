@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! ssi's wire format: one 32-byte header in front of every coherence
+//! ssi's wire format: one 40-byte header in front of every coherence
 //! message, then the object's contents for `Copy` and `Ownership`.
 //!
 //! ```text
@@ -14,11 +14,16 @@
 //!  +-------------------------------+-------------------------------+
 //!  |                            version                            |
 //!  +---------------------------------------------------------------+
-//!  32
+//!  |                             token                             |
+//!  +---------------------------------------------------------------+
+//!  40
 //! ```
 //!
-//! All fields are big-endian; `kind`, `node` and `version` are those of
-//! [`super::coherence::Msg`].  One message travels as one treenet message,
+//! All fields are big-endian; `kind`, `node`, `version` and `token` are
+//! those of [`super::coherence::Msg`] (`token`: the request's, in a
+//! request and in the `Copy` or `Ownership` that answers it; 0 in the
+//! others).  Version 1 had no token (a 32-byte header): its messages are
+//! refused ([`WireError::BadVersion`]).  One message travels as one treenet message,
 //! so its end is known: `contents_len` must match it exactly, and only
 //! `Copy` and `Ownership` carry contents.
 
@@ -26,10 +31,10 @@ use super::coherence::{Msg, MsgKind, NodeId};
 
 /// First two bytes of every ssi message.
 pub const MAGIC: u16 = 0x5353;
-/// Version of the header format.
-pub const SSI_WIRE_VERSION: u8 = 1;
+/// Version of the header format (2: with the request token).
+pub const SSI_WIRE_VERSION: u8 = 2;
 /// Bytes of the header.
-pub const HEADER_LEN: usize = 32;
+pub const HEADER_LEN: usize = 40;
 
 /// Why a message was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +76,7 @@ impl Header {
         b[16..20].copy_from_slice(&self.msg.node.to_be_bytes());
         b[20..24].copy_from_slice(&self.contents_len.to_be_bytes());
         b[24..32].copy_from_slice(&self.msg.version.to_be_bytes());
+        b[32..40].copy_from_slice(&self.msg.token.to_be_bytes());
         b
     }
 
@@ -102,6 +108,7 @@ impl Header {
                 kind,
                 node: u32_at(16) as NodeId,
                 version: u64_at(24),
+                token: u64_at(32),
             },
             contents_len,
         })

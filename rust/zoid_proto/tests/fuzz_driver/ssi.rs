@@ -7,18 +7,22 @@
 //! then operations, one byte each (`op = b & 3`, node `(b >> 2) % 3`,
 //! bit 4: write):
 //!
-//! * 0: the node asks for a read or write access;
+//! * 0: the node asks for a read or write access (with a token of its
+//!   own, as the kernel draws one: the node and the number of accesses
+//!   asked for so far);
 //! * 1: the node releases its access (a write adds 1 to the counter);
 //! * 2: the network delivers message number `b >> 2` (mod the number in
 //!   flight);
-//! * 3: hostile inputs only: the next 32 bytes are a wire header, decoded
+//! * 3: hostile inputs only: the next 40 bytes are a wire header, decoded
 //!   and handed to the node as if a peer sent it.
 //!
 //! A well-behaved run (no hostile messages) must keep the invariants of
 //! `tests/ssi_coherence.rs` after every step (one owner, no writer beside
 //! copies, every copy and grant current, acyclic probable owners) and,
 //! once the input ends and the network drains, complete every access.  A
-//! hostile run must only never panic and never send to the sender itself.
+//! hostile run must only never panic, never send to the sender itself and
+//! never take a `Copy` or an `Ownership` without the token of the access
+//! asked for.
 
 use std::collections::VecDeque;
 
@@ -78,6 +82,14 @@ struct Net {
     flight: Vec<(usize, Msg, Option<u64>)>,
     committed: u64,
     hostile: bool,
+    /// Accesses asked for so far (the tokens' counter).
+    asked: u64,
+}
+
+/// The token node `n` gives with the access it asks for as the `k`th of
+/// the run.
+fn token(n: usize, k: u64) -> u64 {
+    (k << 8 | n as u64) ^ 0x5eed_0f70_4e45_0000
 }
 
 /// What a run did.
@@ -175,8 +187,14 @@ impl Net {
     fn deliver(&mut self, k: usize, st: &mut SsiStats) {
         let (to, msg, c) = self.flight.remove(k);
         let mut acts = Vec::new();
+        let answer = self.objs[to].is_answer(&msg);
         match self.objs[to].on_message(msg, &mut |a| acts.push(a)) {
-            Ok(()) => {}
+            Ok(()) => {
+                assert!(
+                    answer || !msg.kind.carries_contents(),
+                    "node {to} took {msg:?}, not the answer to its request"
+                );
+            }
             Err(e) => {
                 assert!(self.hostile, "{msg:?} to node {to} refused: {e:?}");
                 assert!(acts.is_empty());
@@ -202,6 +220,7 @@ pub fn ssi_coherence(input: &[u8]) -> SsiStats {
         flight: Vec::new(),
         committed: 0,
         hostile: cfg & 0x80 != 0,
+        asked: 0,
     };
     while let Some((&b, rest)) = ops.split_first() {
         ops = rest;
@@ -214,7 +233,9 @@ pub fn ssi_coherence(input: &[u8]) -> SsiStats {
                     Access::Read
                 };
                 let mut acts = Vec::new();
-                let _ = net.objs[n].acquire(access, &mut |a| acts.push(a));
+                net.asked += 1;
+                let t = token(n, net.asked);
+                let _ = net.objs[n].acquire(access, t, &mut |a| acts.push(a));
                 net.apply(n, acts, None, &mut st);
             }
             1 => net.release(n, &mut st),
