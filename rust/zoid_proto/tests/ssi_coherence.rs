@@ -27,14 +27,17 @@
 //! With a hostile node on, one more node (not in the scripts, never asked
 //! for anything) sends forged messages at any moment: `InvAck`,
 //! `Invalidate`, `Copy` and `Ownership`, in its own name, of any version,
-//! to any node.  Every one the receiver refuses must be `Unexpected` and
-//! change nothing, and the invariants above must hold for the honest nodes
-//! whatever it accepts.  A `Copy` to a node waiting for a read copy and an
-//! `Ownership` to a node waiting for ownership are left out here (the
-//! unit tests below check that one without the request's token is
-//! refused).  With the set limited to the honest nodes, the hostile node
-//! sends those too, and every message between members must pass the
-//! member check.
+//! to any node.  Every one the receiver refuses must be `Unexpected` (or
+//! `BadToken`, below) and change nothing, and the invariants above must
+//! hold for the honest nodes whatever it accepts.  A `Copy` to a node
+//! waiting for a read copy and an `Ownership` to a node waiting for
+//! ownership carry a token the forger can know or guess: 0, 2^64-1, the
+//! waiting node's token with one bit flipped, the token of that node's
+//! previous access (a replay) or of another node's current one (which a
+//! forger on that request's path would know); every one must be refused
+//! as `BadToken`, and no forged `Copy` or `Ownership` is ever taken.  With
+//! the set limited to the honest nodes, every message between members
+//! must pass the member check too.
 //!
 //! With crashes on, one node (not the home) may die in any state where no
 //! other node holds an access; the survivors rebuild at once
@@ -53,6 +56,9 @@ thread_local! {
     /// Forged messages the honest nodes refused, and accepted.
     static FORGED_REFUSED: Cell<u64> = const { Cell::new(0) };
     static FORGED_ACCEPTED: Cell<u64> = const { Cell::new(0) };
+    /// Forged `Copy` and `Ownership` refused for their token alone (to a
+    /// node waiting for one).
+    static FORGED_BAD_TOKEN: Cell<u64> = const { Cell::new(0) };
 }
 
 /// Whether this allocation fails.
@@ -141,8 +147,10 @@ struct Node {
     /// Its script's current access is asked for and not granted yet (the
     /// caller waits for the grant, as the kernel's waiter does).
     asking: bool,
-    /// The token given with its current access (0 before the first).
+    /// The token given with its current access (0 before the first), and
+    /// with its previous one.
     token: u64,
+    last_token: u64,
 }
 
 /// The token node `node` gives with its access number `pc`, asked for
@@ -192,8 +200,9 @@ enum Step {
     Poll(usize),
     /// The node dies; the others rebuild.
     Crash(usize),
-    /// The hostile node sends a forged message straight to a node.
-    Forge(usize, MsgKind, u64),
+    /// The hostile node sends a forged message (kind, version, token)
+    /// straight to a node.
+    Forge(usize, MsgKind, u64, u64),
 }
 
 /// The kinds the hostile node forges, and the versions it gives them.
@@ -208,6 +217,26 @@ const FORGED_VERSIONS: [u64; 5] = [0, 1, 2, u64::MAX - 1, u64::MAX];
 /// The contents a forged `Copy` or `Ownership` carries (no write makes
 /// them).
 const FORGED_CONTENTS: u64 = 0xbad;
+
+/// The tokens the hostile node puts in a `Copy` or an `Ownership` to node
+/// `i`, which waits for it: guesses, a near miss, the token of `i`'s
+/// previous access and those of the other nodes' accesses.  Never `i`'s.
+fn forged_tokens(w: &World, i: usize) -> Vec<u64> {
+    let n = &w.nodes[i];
+    let mut t = vec![0, u64::MAX, n.token ^ 1];
+    if n.last_token != 0 {
+        t.push(n.last_token);
+    }
+    for (j, o) in w.nodes.iter().enumerate() {
+        if j != i && o.token != 0 {
+            t.push(o.token);
+        }
+    }
+    t.sort_unstable();
+    t.dedup();
+    assert!(!t.contains(&n.token), "node {i}'s token is not unique");
+    t
+}
 
 struct Model {
     scripts: Vec<Vec<Access>>,
@@ -274,6 +303,7 @@ impl Model {
                 dead: false,
                 asking: false,
                 token: 0,
+                last_token: 0,
             })
             .collect();
         World {
@@ -328,17 +358,20 @@ impl Model {
         }
         if self.hostile {
             for (i, n) in w.nodes.iter().enumerate() {
+                if n.dead {
+                    continue;
+                }
                 for kind in FORGED_KINDS {
-                    // Left out: see the top.
-                    let waited = !self.limited
-                        && match kind {
-                            MsgKind::Copy => n.obj.state() == State::WaitRead,
-                            MsgKind::Ownership => n.obj.state() == State::WaitWrite,
-                            _ => false,
-                        };
-                    if !n.dead && !waited {
-                        for version in FORGED_VERSIONS {
-                            v.push(Step::Forge(i, kind, version));
+                    let waited = match kind {
+                        MsgKind::Copy => n.obj.state() == State::WaitRead,
+                        MsgKind::Ownership => n.obj.state() == State::WaitWrite,
+                        _ => false,
+                    };
+                    // The token matters only to a node waiting for it.
+                    let tokens = if waited { forged_tokens(w, i) } else { vec![0] };
+                    for version in FORGED_VERSIONS {
+                        for &token in &tokens {
+                            v.push(Step::Forge(i, kind, version, token));
                         }
                     }
                 }
@@ -355,6 +388,7 @@ impl Model {
                 let n = &mut w.nodes[i];
                 let access = self.scripts[i][n.pc];
                 n.asking = true;
+                n.last_token = n.token;
                 n.token = token_for(i, n.pc, false);
                 n.obj
                     .acquire(access, n.token, &mut |a| actions.push(a))
@@ -405,12 +439,17 @@ impl Model {
                 (i, None)
             }
             Step::Crash(x) => return self.crash(w, x),
-            Step::Forge(i, kind, version) => {
+            Step::Forge(i, kind, version, token) => {
                 let msg = Msg {
                     kind,
                     node: w.hostile.ok_or("a forgery without a hostile node")?,
                     version,
-                    token: 0,
+                    token,
+                };
+                let waited = match kind {
+                    MsgKind::Copy => w.nodes[i].obj.state() == State::WaitRead,
+                    MsgKind::Ownership => w.nodes[i].obj.state() == State::WaitWrite,
+                    _ => false,
                 };
                 let before = w.nodes[i].obj.clone();
                 let members = w.members.as_deref().map(|l| Members::new(Some(l), w.home));
@@ -419,10 +458,24 @@ impl Model {
                     return Ok(());
                 }
                 match w.nodes[i].obj.on_message(msg, &mut |a| actions.push(a)) {
+                    // The forger never knows the token of a request.
+                    Ok(()) if kind.carries_contents() => {
+                        return Err(format!("node {i}: took forged {msg:?}"));
+                    }
                     Ok(()) => FORGED_ACCEPTED.with(|c| c.set(c.get() + 1)),
-                    Err(Error::Unexpected | Error::NoMemory) => {
+                    Err(e @ (Error::Unexpected | Error::NoMemory | Error::BadToken)) => {
                         if w.nodes[i].obj != before || !actions.is_empty() {
                             return Err(format!("node {i}: refused {msg:?} changed the state"));
+                        }
+                        // A wrong token is what gives away a forgery that
+                        // comes when it is waited for (with a version that
+                        // can be), and only then.
+                        let bad_token = waited && version != u64::MAX;
+                        if (e == Error::BadToken) != bad_token {
+                            return Err(format!("node {i}: forged {msg:?} refused as {e:?}"));
+                        }
+                        if e == Error::BadToken {
+                            FORGED_BAD_TOKEN.with(|c| c.set(c.get() + 1));
                         }
                         FORGED_REFUSED.with(|c| c.set(c.get() + 1));
                         return Ok(());
@@ -1146,10 +1199,12 @@ fn only_requests_name_another_node_than_their_sender() {
     }
 }
 
-/// The forged messages refused and accepted so far on this thread.
-fn forged_counts() -> (u64, u64) {
+/// The forged messages refused (those for their token alone among them)
+/// and accepted so far on this thread.
+fn forged_counts() -> (u64, u64, u64) {
     (
         FORGED_REFUSED.with(Cell::get),
+        FORGED_BAD_TOKEN.with(Cell::get),
         FORGED_ACCEPTED.with(Cell::get),
     )
 }
@@ -1167,9 +1222,12 @@ fn a_hostile_node_forging_in_every_order_breaks_nothing() {
         let states = exhaustive(&m, home);
         eprintln!("hostile node, home {home}: {states} states");
     }
-    let (refused, accepted) = forged_counts();
-    eprintln!("hostile node, every order: {refused} forgeries refused, {accepted} accepted");
-    assert!(refused > 0 && accepted > 0);
+    let (refused, bad_token, accepted) = forged_counts();
+    eprintln!(
+        "hostile node, every order: {refused} forgeries refused \
+         ({bad_token} for their token), {accepted} accepted"
+    );
+    assert!(refused > 0 && bad_token > 0 && accepted > 0);
 }
 
 #[test]
@@ -1190,8 +1248,12 @@ fn a_hostile_node_in_random_schedules_of_eight_nodes_breaks_nothing() {
         });
         assert_eq!(w.committed, m.writes(), "seed {seed}");
     }
-    let (refused, accepted) = forged_counts();
-    eprintln!("hostile node, 300 random runs: {refused} forgeries refused, {accepted} accepted");
+    let (refused, bad_token, accepted) = forged_counts();
+    eprintln!(
+        "hostile node, 300 random runs: {refused} forgeries refused \
+         ({bad_token} for their token), {accepted} accepted"
+    );
+    assert!(bad_token > 0);
 }
 
 /// Runs `f` on `o`, collecting its actions.
