@@ -4,7 +4,11 @@
 # mode, and append to one shared file, all at the same time, while the
 # ION's workers, receive thread and treenet's softirq answer them.
 # Everything must succeed and verify: echoes byte for byte, zfsx's model of
-# every file, every appended record whole and present once.
+# every file, every appended record whole and present once.  Then the
+# same calls over a lossy, duplicating, reordering link (treenet's fault
+# knobs on every node), and four processes a node adding to one word of
+# an ssi object and to words of their own on the same page (the page
+# moves between CPUs and nodes at each fault): every total exact.
 . /zoid/tests/treenet-lib.sh
 Z=/sys/kernel/zoid
 ZC=/zoid/bin/zoidcall
@@ -63,3 +67,40 @@ if [ "$ZOID_ROLE" = ion ]; then
   rm -rf $X
 fi
 barrier 1132
+# Calls over a faulty link, from every CPU at once.
+echo 20000 > $T/drop_ppm; echo 10000 > $T/dup_ppm; echo 20000 > $T/reorder_ppm
+barrier 1133
+if [ "$ZOID_ROLE" = cn ]; then
+  i=0; pids=""
+  while [ $i -lt $P ]; do
+    ( $ZC echo 65536 5 > /tmp/smp-lossy-$i 2>&1 && $ZC null 20 >> /tmp/smp-lossy-$i 2>&1 ) & pids="$pids $!"
+    i=$((i + 1))
+  done
+  for p in $pids; do wait $p || fail "parallel calls over a faulty link: $(cat /tmp/smp-lossy-*)"; done
+fi
+barrier 1134
+echo 0 > $T/drop_ppm; echo 0 > $T/dup_ppm; echo 0 > $T/reorder_ppm
+# ssi: every node's processes add to word 0 of object 1 of set 22, and
+# each to a word of its own (offset 64 + 4 * (4 * node + process)).
+S=/sys/kernel/ssi
+SM=/zoid/bin/ssimap
+N=100
+NODES=$((ZOID_CNS + 1))
+barrier 1135
+i=0; pids=""
+while [ $i -lt 4 ]; do
+  $SM -s 22 add 1 0 $N > /dev/null & pids="$pids $!"
+  $SM -s 22 add 1 $((64 + 4 * (4 * ZOID_NODE_ID + i))) $N > /dev/null & pids="$pids $!"
+  i=$((i + 1))
+done
+for p in $pids; do wait $p || { cat $S/objects; nonzero "ssi stats" $S/stats; fail "ssimap add"; }; done
+barrier 1136
+got=$($SM -s 22 get 1 0)
+[ "$got" = $((4 * N * NODES)) ] || fail "ssi shared word: $got, want $((4 * N * NODES))"
+w=0
+while [ $w -lt $((4 * NODES)) ]; do
+  got=$($SM -s 22 get 1 $((64 + 4 * w)))
+  [ "$got" = $N ] || fail "ssi word $w: $got, want $N"
+  w=$((w + 1))
+done
+barrier 1137
