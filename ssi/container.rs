@@ -437,6 +437,9 @@ impl Containers {
                     entry.asked = None;
                     granted = true;
                 }
+                Action::Refused(_) => {
+                    entry.asked = None;
+                }
             }
         }
         Ok(granted)
@@ -1297,7 +1300,7 @@ fn takes_mapping_away(a: &Action) -> bool {
             MsgKind::Copy | MsgKind::Ownership | MsgKind::InvAck
         ),
         Action::Install | Action::DropContents => true,
-        Action::FirstTouch | Action::Granted(_) => false,
+        Action::FirstTouch | Action::Granted(_) | Action::Refused(_) => false,
     }
 }
 

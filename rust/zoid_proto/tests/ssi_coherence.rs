@@ -39,6 +39,19 @@
 //! the set limited to the honest nodes, every message between members
 //! must pass the member check too.
 //!
+//! With refusals on, a node that does not know the object yet (only the
+//! home is ever asked while it does not) may refuse any request that
+//! reaches it instead of handling it, as a node past its budget of objects
+//! for the sender does (`ssi::budget`): it creates nothing and answers the
+//! requester `Refused` with the request's token.  Checked besides: the
+//! refused access ends with nothing held or asked for, the script goes on,
+//! and every write that was not refused lands.  The hostile node forges
+//! `Refused` too, with tokens it cannot know, and none is ever taken.
+//! With refusals on the path besides, any node that would only pass a
+//! request on may refuse it instead (a node the request passes refusing
+//! in the owner's place, which ssi.ko never does): the requester must
+//! cope with that too.
+//!
 //! With crashes on, one node (not the home) may die in any state where no
 //! other node holds an access; the survivors rebuild at once
 //! (`ssi::rebuild`: holdings counting the messages in flight to them, the
@@ -59,6 +72,8 @@ thread_local! {
     /// Forged `Copy` and `Ownership` refused for their token alone (to a
     /// node waiting for one).
     static FORGED_BAD_TOKEN: Cell<u64> = const { Cell::new(0) };
+    /// Accesses refused (a node past its budget), reads and writes.
+    static REFUSED: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
 }
 
 /// Whether this allocation fails.
@@ -151,6 +166,10 @@ struct Node {
     /// with its previous one.
     token: u64,
     last_token: u64,
+    /// Whether it knows the object (has an entry, in ssi.ko's terms): it
+    /// asked for it, or handled a request for it.  Only a node that does
+    /// not may refuse a request.
+    known: bool,
 }
 
 /// The token node `node` gives with its access number `pc`, asked for
@@ -187,6 +206,8 @@ struct World {
     home: NodeId,
     /// The hostile node, if any: what is sent to it is dropped.
     hostile: Option<NodeId>,
+    /// Write accesses refused (they write nothing).
+    refused_writes: u64,
     /// The set is limited to these nodes (and the home).
     members: Option<Vec<NodeId>>,
 }
@@ -203,15 +224,41 @@ enum Step {
     /// The hostile node sends a forged message (kind, version, token)
     /// straight to a node.
     Forge(usize, MsgKind, u64, u64),
+    /// The node a request in flight reaches does not know the object and
+    /// refuses it: the requester is answered `Refused`.
+    Refuse(usize),
 }
 
 /// The kinds the hostile node forges, and the versions it gives them.
-const FORGED_KINDS: [MsgKind; 4] = [
+const FORGED_KINDS: [MsgKind; 5] = [
     MsgKind::InvAck,
     MsgKind::Invalidate,
     MsgKind::Copy,
     MsgKind::Ownership,
+    MsgKind::Refused,
 ];
+
+/// Whether node `n` would only pass request `msg` on to another node.
+fn would_forward(n: &Node, msg: &Msg) -> bool {
+    // Without touching the storage failures' generator.
+    let failing = FAILING.with(|f| f.replace(0));
+    let mut o = n.obj.clone();
+    let mut acts = Vec::new();
+    let r = o.on_message(*msg, &mut |a| acts.push(a));
+    FAILING.with(|f| f.set(failing));
+    r.is_ok() && matches!(acts[..], [Action::Send { msg: m, .. }] if m == *msg)
+}
+
+/// Whether node `n` waits for a message of `kind` (the only time its
+/// token matters).
+fn waits_for(n: &Node, kind: MsgKind) -> bool {
+    match kind {
+        MsgKind::Copy => n.obj.state() == State::WaitRead,
+        MsgKind::Ownership => n.obj.state() == State::WaitWrite,
+        MsgKind::Refused => matches!(n.obj.state(), State::WaitRead | State::WaitWrite),
+        _ => false,
+    }
+}
 const FORGED_VERSIONS: [u64; 5] = [0, 1, 2, u64::MAX - 1, u64::MAX];
 
 /// The contents a forged `Copy` or `Ownership` carries (no write makes
@@ -246,6 +293,12 @@ struct Model {
     hostile: bool,
     /// Whether the set is limited to the honest nodes.
     limited: bool,
+    /// Whether a node that does not know the object may refuse requests.
+    refusals: bool,
+    /// Whether a node that would pass a request on may refuse it instead
+    /// (a node on the request's path refusing in the owner's place: ssi.ko
+    /// never does, but the requester must cope).
+    refusals_on_path: bool,
 }
 
 impl Model {
@@ -255,6 +308,8 @@ impl Model {
             crashes: false,
             hostile: false,
             limited: false,
+            refusals: false,
+            refusals_on_path: false,
         }
     }
 
@@ -264,6 +319,8 @@ impl Model {
             crashes: true,
             hostile: false,
             limited: false,
+            refusals: false,
+            refusals_on_path: false,
         }
     }
 
@@ -273,6 +330,8 @@ impl Model {
             crashes: false,
             hostile: true,
             limited: false,
+            refusals: false,
+            refusals_on_path: false,
         }
     }
 
@@ -283,7 +342,22 @@ impl Model {
             crashes: false,
             hostile: true,
             limited: true,
+            refusals: false,
+            refusals_on_path: false,
         }
+    }
+
+    /// The same, with refusals on.
+    fn refusing(mut self) -> Self {
+        self.refusals = true;
+        self
+    }
+
+    /// The same, with refusals on the request's path too.
+    fn refusing_on_path(mut self) -> Self {
+        self.refusals = true;
+        self.refusals_on_path = true;
+        self
     }
 
     fn writes(&self) -> u64 {
@@ -304,6 +378,7 @@ impl Model {
                 asking: false,
                 token: 0,
                 last_token: 0,
+                known: false,
             })
             .collect();
         World {
@@ -314,6 +389,7 @@ impl Model {
             lost: false,
             home,
             hostile: self.hostile.then_some(self.scripts.len() as NodeId),
+            refused_writes: 0,
             members: self
                 .limited
                 .then(|| (0..self.scripts.len() as NodeId).collect()),
@@ -354,6 +430,12 @@ impl Model {
             // Identical messages are one choice.
             if i == 0 || w.net[i] != w.net[i - 1] {
                 v.push(Step::Deliver(i));
+                let f = &w.net[i];
+                let to = &w.nodes[f.to as usize];
+                let may_refuse = !to.known || (self.refusals_on_path && would_forward(to, &f.msg));
+                if self.refusals && f.msg.kind.is_request() && may_refuse && !to.dead {
+                    v.push(Step::Refuse(i));
+                }
             }
         }
         if self.hostile {
@@ -362,11 +444,7 @@ impl Model {
                     continue;
                 }
                 for kind in FORGED_KINDS {
-                    let waited = match kind {
-                        MsgKind::Copy => n.obj.state() == State::WaitRead,
-                        MsgKind::Ownership => n.obj.state() == State::WaitWrite,
-                        _ => false,
-                    };
+                    let waited = waits_for(n, kind);
                     // The token matters only to a node waiting for it.
                     let tokens = if waited { forged_tokens(w, i) } else { vec![0] };
                     for version in FORGED_VERSIONS {
@@ -388,6 +466,7 @@ impl Model {
                 let n = &mut w.nodes[i];
                 let access = self.scripts[i][n.pc];
                 n.asking = true;
+                n.known = true;
                 n.last_token = n.token;
                 n.token = token_for(i, n.pc, false);
                 n.obj
@@ -417,6 +496,10 @@ impl Model {
                     return check(w);
                 }
                 let before = w.nodes[i].obj.clone();
+                // A request makes its receiver know the object (ssi.ko
+                // creates the entry before the state machine runs, and
+                // keeps it if the event must be given again).
+                w.nodes[i].known |= f.msg.kind.is_request();
                 match w.nodes[i].obj.on_message(f.msg, &mut |a| actions.push(a)) {
                     Err(Error::NoMemory) => {
                         // Refused whole: given again later.
@@ -446,11 +529,7 @@ impl Model {
                     version,
                     token,
                 };
-                let waited = match kind {
-                    MsgKind::Copy => w.nodes[i].obj.state() == State::WaitRead,
-                    MsgKind::Ownership => w.nodes[i].obj.state() == State::WaitWrite,
-                    _ => false,
-                };
+                let waited = waits_for(&w.nodes[i], kind);
                 let before = w.nodes[i].obj.clone();
                 let members = w.members.as_deref().map(|l| Members::new(Some(l), w.home));
                 if members.is_some_and(|m| !m.admits(msg.node, &msg)) {
@@ -459,7 +538,7 @@ impl Model {
                 }
                 match w.nodes[i].obj.on_message(msg, &mut |a| actions.push(a)) {
                     // The forger never knows the token of a request.
-                    Ok(()) if kind.carries_contents() => {
+                    Ok(()) if kind.answers_request() => {
                         return Err(format!("node {i}: took forged {msg:?}"));
                     }
                     Ok(()) => FORGED_ACCEPTED.with(|c| c.set(c.get() + 1)),
@@ -484,6 +563,35 @@ impl Model {
                 }
                 let carried = kind.carries_contents().then_some(FORGED_CONTENTS);
                 (i, carried)
+            }
+            Step::Refuse(k) => {
+                let f = w.net.remove(k);
+                let by = f.to;
+                let to = &w.nodes[by as usize];
+                let may_refuse = !to.known || (self.refusals_on_path && would_forward(to, &f.msg));
+                if !f.msg.kind.is_request() || !may_refuse || f.msg.node == by {
+                    return Err(format!("node {by} refuses {f:?}"));
+                }
+                // Nothing created or changed: the refusing node still
+                // does not know the object, or still points where it did.
+                let refusal = Msg {
+                    kind: MsgKind::Refused,
+                    node: by,
+                    version: 0,
+                    token: f.msg.token,
+                };
+                if let Some(l) = &w.members {
+                    if !Members::new(Some(l), w.home).admits(by, &refusal) {
+                        return Err(format!("member {by}'s {refusal:?} refused"));
+                    }
+                }
+                w.net.push(Flight {
+                    to: f.msg.node,
+                    msg: refusal,
+                    contents: None,
+                });
+                w.net.sort();
+                return check(w);
             }
         };
         perform(w, node, actions, carried)?;
@@ -560,6 +668,12 @@ impl Model {
                 // Asked again, with a new token.
                 n.token = token_for(i, n.pc, true);
             }
+            // ssi.ko creates the entries of the objects a node owns from
+            // now on, and of lost ones.
+            n.known |= match outcome {
+                Outcome::Owner { owner, .. } => owner as usize == i,
+                Outcome::Lost => true,
+            };
             n.obj
                 .reset(outcome, w.home, n.token, &mut |a| actions.push(a))
                 .map_err(|e| format!("node {i}: reset: {e:?}"))?;
@@ -588,6 +702,11 @@ impl Model {
     /// Whether the end state kept every write.
     fn all_writes_kept(&self, w: &World) -> bool {
         w.lost || w.committed == w.writes_done
+    }
+
+    /// The writes that land: every write of the scripts but those refused.
+    fn writes_landed(&self, w: &World) -> u64 {
+        self.writes() - w.refused_writes
     }
 }
 
@@ -637,6 +756,28 @@ fn perform(
                         return Err(format!("node {node}: first touch twice"));
                     }
                     w.nodes[node].value = Some(0);
+                }
+                Action::Refused(access) => {
+                    let n = &mut w.nodes[node];
+                    if !n.asking || n.obj.held().is_some() || n.obj.wanted().is_some() {
+                        return Err(format!(
+                            "node {node}: {access:?} refused while asking {}, holding {:?}, \
+                             wanting {:?}",
+                            n.asking,
+                            n.obj.held(),
+                            n.obj.wanted()
+                        ));
+                    }
+                    // The access fails; the script goes on.
+                    n.asking = false;
+                    n.pc += 1;
+                    REFUSED.with(|c| {
+                        let (r, wr) = c.get();
+                        c.set((r + 1, wr + u64::from(access == Access::Write)));
+                    });
+                    if access == Access::Write {
+                        w.refused_writes += 1;
+                    }
                 }
                 Action::Granted(access) => {
                     w.nodes[node].asking = false;
@@ -740,7 +881,8 @@ fn exhaustive(model: &Model, home: NodeId) -> usize {
             if model.crashes {
                 assert!(model.all_writes_kept(&w), "lost a write: {w:#?}");
             } else {
-                assert_eq!(w.committed, model.writes(), "lost a write: {w:#?}");
+                assert_eq!(w.committed, model.writes_landed(&w), "lost a write: {w:#?}");
+                assert_eq!(w.committed, w.writes_done, "lost a write: {w:#?}");
             }
             ends.push(next);
         }
@@ -901,11 +1043,11 @@ fn states_have_kerrighed_names_and_ownership() {
     assert_eq!(State::WaitAcks.kerrighed_name(), "WAIT_ACK_WRITE");
     assert!(State::WaitAcks.is_owner() && !State::WaitWrite.is_owner());
     assert!(State::ReadCopy.has_copy() && !State::InvOwner.has_copy());
-    for code in 1..=6 {
+    for code in 1..=7 {
         assert_eq!(MsgKind::from_u8(code).map(|k| k as u8), Some(code));
     }
     assert_eq!(MsgKind::from_u8(0), None);
-    assert_eq!(MsgKind::from_u8(7), None);
+    assert_eq!(MsgKind::from_u8(8), None);
 }
 
 #[test]
@@ -1024,7 +1166,7 @@ mod arbitrary_input {
                     Event::Message(k, node, version, token) => match MsgKind::from_u8(k) {
                         Some(kind) => {
                             let msg = Msg { kind, node, version, token };
-                            if kind.carries_contents() {
+                            if kind.answers_request() {
                                 answer = Some(token);
                             }
                             prop_assert_eq!(
@@ -1033,6 +1175,7 @@ mod arbitrary_input {
                                     (kind, o.state()),
                                     (MsgKind::Copy, State::WaitRead)
                                         | (MsgKind::Ownership, State::WaitWrite)
+                                        | (MsgKind::Refused, State::WaitRead | State::WaitWrite)
                                 ) && Some(token) == asked
                                     && version != u64::MAX
                                     && node != 1
@@ -1048,6 +1191,14 @@ mod arbitrary_input {
                 }
                 if r.is_ok() && answer.is_some() {
                     prop_assert_eq!(answer, asked, "took another token");
+                }
+                let refused = acts.iter().any(|a| matches!(a, Action::Refused(_)));
+                if refused {
+                    // Only a `Refused` with the token fails the access,
+                    // and nothing is held or asked for after it.
+                    prop_assert!(r.is_ok() && answer == asked);
+                    prop_assert!(o.held().is_none() && o.wanted().is_none());
+                    prop_assert_eq!(o.state(), State::InvCopy);
                 }
                 if r == Err(Error::BadToken) {
                     prop_assert_ne!(answer, asked);
@@ -1109,8 +1260,9 @@ mod wire {
         assert_eq!(b[32..], 0x1122_3344_5566_7788u64.to_be_bytes());
         b[3] = 9;
         assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadKind));
-        // Version 1 (without the token) and unknown versions.
-        for v in [1, 3] {
+        // Version 1 (without the token), 2 (without `Refused`) and
+        // unknown versions.
+        for v in [1, 2, 4] {
             b[2] = v;
             assert_eq!(Header::decode(&b, HEADER_LEN), Err(WireError::BadVersion));
         }
@@ -1184,6 +1336,7 @@ fn only_requests_name_another_node_than_their_sender() {
         MsgKind::Ownership,
         MsgKind::Invalidate,
         MsgKind::InvAck,
+        MsgKind::Refused,
     ] {
         let m = Msg {
             kind,
@@ -1276,6 +1429,7 @@ fn msg(kind: MsgKind, node: NodeId, version: u64) -> Msg {
         MsgKind::Invalidate | MsgKind::InvAck => 0,
         _ => T,
     };
+    let version = if kind == MsgKind::Refused { 0 } else { version };
     Msg {
         kind,
         node,
@@ -1645,4 +1799,346 @@ fn a_rebuild_counts_only_the_answer_with_the_request_token() {
         o.holding(&[forged, msg(MsgKind::Copy, 0, 4)]),
         (Holding::Copy { version: 4 }, Source::Kept(1))
     );
+}
+
+/// A `Refused` of node `by` for the request with token `token`.
+fn refusal(by: NodeId, token: u64) -> Msg {
+    Msg {
+        kind: MsgKind::Refused,
+        node: by,
+        version: 0,
+        token,
+    }
+}
+
+#[test]
+fn a_refused_read_fails_and_leaves_nothing_asked_for() {
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    // Not waiting: nothing to refuse.
+    refused(&mut o, refusal(0, T));
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
+    // An invalidation while waiting is forgotten with the request.
+    run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Invalidate, 2, 3), out)
+    })
+    .0
+    .unwrap();
+    for token in [0, T ^ 1, u64::MAX] {
+        refused_for_token(&mut o, refusal(0, token));
+    }
+    // Its own node, or a version no node sends: unexpected.
+    refused(&mut o, refusal(1, T));
+    refused(
+        &mut o,
+        Msg {
+            version: u64::MAX,
+            ..refusal(0, T)
+        },
+    );
+    let (r, acts) = run(&mut o, |o, out| o.on_message(refusal(0, T), out));
+    assert_eq!((r, acts), (Ok(()), vec![Action::Refused(R)]));
+    assert_eq!(o.state(), State::InvCopy);
+    assert_eq!((o.held(), o.wanted(), o.probable_owner()), (None, None, 0));
+    assert!(!o.copy_is_stale(2));
+    // Once: a replay finds nothing waiting.
+    refused(&mut o, refusal(0, T));
+    // The next access asks again, with its own token.
+    let t2 = T.rotate_left(9);
+    let (r, acts) = run(&mut o, |o, out| o.acquire(R, t2, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(0, MsgKind::ReadReq, 1, t2)]);
+    refused_for_token(&mut o, refusal(0, T));
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(
+            Msg {
+                token: t2,
+                ..msg(MsgKind::Copy, 0, 1)
+            },
+            out,
+        )
+    });
+    assert_eq!(
+        (r, acts),
+        (Ok(()), vec![Action::Install, Action::Granted(R)])
+    );
+}
+
+#[test]
+fn a_refused_write_points_to_the_refuser_and_passes_on_what_queued() {
+    // Node 1 asks node 2 for ownership; 3's read and 4's write queue
+    // behind it at 1; the request is refused by 0, where it ended.
+    let mut o = Obj::new(1, 2, Set::default(), Set::default(), Queue::default());
+    let (r, acts) = run(&mut o, |o, out| o.acquire(W, T, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(2, MsgKind::WriteReq, 1, T)]);
+    assert_eq!(o.probable_owner(), 1);
+    let read3 = Msg {
+        token: 33,
+        ..msg(MsgKind::ReadReq, 3, 0)
+    };
+    let write4 = Msg {
+        token: 44,
+        ..msg(MsgKind::WriteReq, 4, 0)
+    };
+    for m in [read3, write4] {
+        let (r, acts) = run(&mut o, |o, out| o.on_message(m, out));
+        assert_eq!((r, acts), (Ok(()), vec![]));
+    }
+    assert_eq!(o.probable_owner(), 4);
+    refused_for_token(&mut o, refusal(0, 44));
+    let (r, acts) = run(&mut o, |o, out| o.on_message(refusal(0, T), out));
+    r.unwrap();
+    // In order, to the refusing node; then the access fails.
+    assert_eq!(
+        requests(&acts),
+        vec![(0, MsgKind::ReadReq, 3, 33), (0, MsgKind::WriteReq, 4, 44)]
+    );
+    assert_eq!(acts.last(), Some(&Action::Refused(W)));
+    assert_eq!(o.state(), State::InvCopy);
+    assert_eq!((o.held(), o.wanted(), o.has_waiting()), (None, None, false));
+    // The last writer that queued here is where requests go now.
+    assert_eq!(o.probable_owner(), 4);
+    refused(&mut o, msg(MsgKind::Ownership, 2, 1));
+
+    // Nothing queued: it points to the refusing node.
+    let mut o = Obj::new(1, 2, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(W, T, out)).0.unwrap();
+    let (r, acts) = run(&mut o, |o, out| o.on_message(refusal(0, T), out));
+    assert_eq!((r, acts), (Ok(()), vec![Action::Refused(W)]));
+    assert_eq!(o.probable_owner(), 0);
+    // A request that reaches it now goes there.
+    let (r, acts) = run(&mut o, |o, out| o.on_message(read3, out));
+    r.unwrap();
+    assert_eq!(requests(&acts), vec![(0, MsgKind::ReadReq, 3, 33)]);
+}
+
+#[test]
+fn a_copy_dropped_for_a_refused_write_is_still_invalidated_by_its_owner() {
+    // Node 1 reads from the owner 0, then asks to write; node 2 refuses
+    // the request (a node on its path).
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
+    run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 0, 1), out))
+        .0
+        .unwrap();
+    run(&mut o, |o, out| o.release(out)).0.unwrap();
+    let t2 = T ^ 0xff00;
+    run(&mut o, |o, out| o.acquire(W, t2, out)).0.unwrap();
+    let (r, acts) = run(&mut o, |o, out| o.on_message(refusal(2, t2), out));
+    assert_eq!((r, acts), (Ok(()), vec![Action::Refused(W)]));
+    assert_eq!((o.state(), o.copy_from()), (State::InvCopy, Some(0)));
+    // 0 still has 1 in its copyset: its invalidation is acknowledged,
+    // once, and nobody else's is taken.
+    refused(&mut o, msg(MsgKind::Invalidate, 2, 2));
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Invalidate, 0, 2), out)
+    });
+    assert_eq!(r, Ok(()));
+    assert_eq!(
+        acts,
+        vec![Action::Send {
+            to: 0,
+            msg: msg(MsgKind::InvAck, 1, 0)
+        }]
+    );
+    assert_eq!(o.copy_from(), None);
+    refused(&mut o, msg(MsgKind::Invalidate, 0, 2));
+
+    // The same invalidation while a read is asked for next.
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(R, T, out)).0.unwrap();
+    run(&mut o, |o, out| o.on_message(msg(MsgKind::Copy, 0, 1), out))
+        .0
+        .unwrap();
+    run(&mut o, |o, out| o.release(out)).0.unwrap();
+    run(&mut o, |o, out| o.acquire(W, t2, out)).0.unwrap();
+    run(&mut o, |o, out| o.on_message(refusal(2, t2), out))
+        .0
+        .unwrap();
+    let t3 = t2 ^ 1;
+    run(&mut o, |o, out| o.acquire(R, t3, out)).0.unwrap();
+    let (r, acts) = run(&mut o, |o, out| {
+        o.on_message(msg(MsgKind::Invalidate, 0, 2), out)
+    });
+    r.unwrap();
+    assert_eq!(acts.len(), 1);
+    assert_eq!((o.state(), o.copy_from()), (State::WaitRead, None));
+    assert!(o.copy_is_stale(0));
+}
+
+#[test]
+fn a_node_on_the_request_path_can_still_refuse_it() {
+    // The residual: node 2 forwards node 1's request and knows its token,
+    // so its `Refused` makes the access fail; node 3, off the path,
+    // cannot guess it.
+    let mut o = Obj::new(1, 2, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(W, T, out)).0.unwrap();
+    refused_for_token(&mut o, refusal(3, 0));
+    let (r, acts) = run(&mut o, |o, out| o.on_message(refusal(2, T), out));
+    assert_eq!((r, acts), (Ok(()), vec![Action::Refused(W)]));
+    assert_eq!(o.probable_owner(), 2);
+}
+
+#[test]
+fn a_rebuild_counts_no_refusal_as_a_holding() {
+    let mut o = Obj::new(1, 0, Set::default(), Set::default(), Queue::default());
+    run(&mut o, |o, out| o.acquire(W, T, out)).0.unwrap();
+    assert!(o.is_answer(&refusal(0, T)));
+    assert!(!o.is_answer(&refusal(0, T ^ 1)));
+    assert_eq!(
+        o.holding(&[refusal(0, T)]),
+        (Holding::Nothing, Source::Local)
+    );
+}
+
+#[test]
+fn a_node_that_does_not_know_an_object_takes_nothing_but_requests() {
+    // ssi.ko drops any other message about an object it does not know
+    // without creating an entry: the state machine would refuse it.
+    for (me, home) in [(0, 0), (1, 0)] {
+        for code in 1..=7 {
+            let kind = MsgKind::from_u8(code).unwrap();
+            for node in [0, 1, 2] {
+                for version in [0, 1, u64::MAX] {
+                    for token in [0, T] {
+                        let m = Msg {
+                            kind,
+                            node,
+                            version,
+                            token,
+                        };
+                        let mut o =
+                            Obj::new(me, home, Set::default(), Set::default(), Queue::default());
+                        let (r, _) = run(&mut o, |o, out| o.on_message(m, out));
+                        if !kind.is_request() {
+                            assert_eq!(r, Err(Error::Unexpected), "{m:?} to {me}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Refusals counted so far on this thread: (accesses, writes).
+fn refused_counts() -> (u64, u64) {
+    REFUSED.with(Cell::get)
+}
+
+#[test]
+fn refusals_in_every_order_keep_every_invariant() {
+    REFUSED.with(|c| c.set((0, 0)));
+    for (scripts, home) in [
+        (vec![vec![W], vec![W], vec![R]], 0),
+        (vec![vec![W], vec![W], vec![R]], 2),
+        (vec![vec![R, W], vec![R, W], vec![]], 2),
+        (vec![vec![W, R], vec![R, W], vec![W]], 1),
+        (vec![vec![W, W], vec![W], vec![R, W], vec![W]], 3),
+    ] {
+        let m = Model::new(scripts).refusing();
+        let states = exhaustive(&m, home);
+        eprintln!("refusals, home {home}: {states} states");
+    }
+    let (accesses, writes) = refused_counts();
+    eprintln!("refusals, every order: {accesses} accesses refused ({writes} writes)");
+    assert!(writes > 0 && accesses > writes);
+}
+
+#[test]
+fn refusals_in_random_schedules_of_eight_nodes_keep_every_invariant() {
+    REFUSED.with(|c| c.set((0, 0)));
+    for seed in 1..=300u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let m = Model::new(random_scripts(&mut rng, 8, 6, 3)).refusing();
+        let mut w = m.initial(rng.below(8) as NodeId);
+        if seed % 3 == 0 {
+            // Storage fails too.
+            FAILING.with(|f| f.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1));
+        }
+        run_random(&m, &mut w, &mut rng, seed, |_, _| {});
+        assert_eq!(w.committed, m.writes_landed(&w), "seed {seed}");
+    }
+    let (accesses, writes) = refused_counts();
+    eprintln!("refusals, 300 random runs: {accesses} accesses refused ({writes} writes)");
+    assert!(writes > 0);
+}
+
+#[test]
+fn a_hostile_node_forging_refusals_breaks_nothing() {
+    FORGED_BAD_TOKEN.with(|c| c.set(0));
+    REFUSED.with(|c| c.set((0, 0)));
+    for (scripts, home) in [
+        (vec![vec![W], vec![W], vec![R]], 0),
+        (vec![vec![R, W], vec![R, W], vec![]], 2),
+    ] {
+        let m = Model::with_hostile_node(scripts).refusing();
+        let states = exhaustive(&m, home);
+        eprintln!("hostile node and refusals, home {home}: {states} states");
+    }
+    for seed in 1..=100u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let m = Model::with_hostile_node(random_scripts(&mut rng, 8, 6, 3)).refusing();
+        let mut w = m.initial(rng.below(8) as NodeId);
+        run_random(&m, &mut w, &mut rng, seed, |s, rng| {
+            if rng.below(4) != 0 && s.iter().any(|st| !matches!(st, Step::Forge(..))) {
+                s.retain(|st| !matches!(st, Step::Forge(..)));
+            }
+        });
+        assert_eq!(w.committed, m.writes_landed(&w), "seed {seed}");
+    }
+    let (refused, bad_token, _) = forged_counts();
+    let (accesses, _) = refused_counts();
+    eprintln!(
+        "hostile node and refusals: {refused} forgeries refused ({bad_token} for their \
+         token), {accesses} accesses refused by the home"
+    );
+    assert!(bad_token > 0 && accesses > 0);
+}
+
+#[test]
+fn refusals_on_the_request_path_keep_every_invariant() {
+    REFUSED.with(|c| c.set((0, 0)));
+    for (scripts, home) in [
+        (vec![vec![W], vec![W], vec![R]], 0),
+        (vec![vec![R, W], vec![R, W], vec![]], 2),
+        (vec![vec![R, R], vec![R], vec![W, R, W]], 2),
+        (vec![vec![W, R], vec![R, W], vec![W]], 1),
+        (vec![vec![W, W], vec![W], vec![R, W], vec![W]], 3),
+    ] {
+        let m = Model::new(scripts).refusing_on_path();
+        let states = exhaustive(&m, home);
+        eprintln!("refusals on the path, home {home}: {states} states");
+    }
+    for seed in 1..=300u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let m = Model::new(random_scripts(&mut rng, 8, 6, 3)).refusing_on_path();
+        let mut w = m.initial(rng.below(8) as NodeId);
+        if seed % 3 == 0 {
+            FAILING.with(|f| f.set(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1));
+        }
+        run_random(&m, &mut w, &mut rng, seed, |s, rng| {
+            // Refuse rarely, so that requests also get through.
+            if rng.below(4) != 0 && s.iter().any(|st| !matches!(st, Step::Refuse(..))) {
+                s.retain(|st| !matches!(st, Step::Refuse(..)));
+            }
+        });
+        assert_eq!(w.committed, m.writes_landed(&w), "seed {seed}");
+    }
+    let (accesses, writes) = refused_counts();
+    eprintln!("refusals on the path: {accesses} accesses refused ({writes} writes)");
+    assert!(writes > 0);
+}
+
+#[test]
+fn refusals_and_a_crash_in_every_order() {
+    REFUSED.with(|c| c.set((0, 0)));
+    for (scripts, home) in [
+        (vec![vec![W], vec![W], vec![R]], 0),
+        (vec![vec![R, W], vec![R], vec![W]], 0),
+    ] {
+        let m = Model::with_crashes(scripts).refusing();
+        let states = exhaustive(&m, home);
+        eprintln!("refusals and crashes, home {home}: {states} states");
+    }
+    assert!(refused_counts().0 > 0);
 }

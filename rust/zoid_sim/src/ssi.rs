@@ -116,8 +116,9 @@ impl Default for Net {
 /// What a run counted.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Messages sent, by kind (`MsgKind as usize - 1`).
-    pub by_kind: [u64; 6],
+    /// Messages sent, by kind (`MsgKind as usize - 1`; the last,
+    /// `Refused`, is never sent here: no node has a budget of objects).
+    pub by_kind: [u64; 7],
     /// Accesses completed.
     pub accesses: u64,
     /// Messages each remote request took to reach the node that served
@@ -294,6 +295,9 @@ impl Cluster {
                 Action::DropContents => self.nodes[node as usize].value = None,
                 Action::FirstTouch => self.nodes[node as usize].value = Some(0),
                 Action::Granted(access) => self.granted(node, access),
+                Action::Refused(access) => {
+                    unreachable!("node {node}'s {access:?} refused: nobody refuses here")
+                }
             }
         }
     }

@@ -46,6 +46,25 @@
 //! owner's place; a node off that path cannot.  Limiting a set to its
 //! members ([`super::members`]) keeps other nodes out altogether.
 //!
+//! A node may refuse a request instead of serving or forwarding it: the
+//! node that would have to create the object for it (one it does not
+//! know yet, which among honest nodes is always the home) when the
+//! neighbour that sent it the request is past its budget of objects
+//! ([`super::budget`]).  It creates nothing and answers the requester
+//! with a `Refused` that names itself and carries the request's token.
+//! The requester takes it only while it waits, only with that token
+//! ([`Error::BadToken`] otherwise) and only naming another node (the
+//! kernel checks that it names its sender): it leaves its wait state
+//! with nothing held or asked for, and the local access fails
+//! ([`Action::Refused`]).  A write request re-pointed the nodes it passed
+//! to the requester, so the requester then points to the refusing node
+//! (which knows nothing of the object: its chain ends at the home) and
+//! passes on what queued behind its request, as a node that hands
+//! ownership over does.  What is left: a node the request passed knows
+//! its token and can refuse it in the owner's place, making the access
+//! fail (as it can answer it, or keep it waiting by dropping it), and the
+//! requester then points to it.
+//!
 //! Storage that grows with the number of nodes (the copyset, the nodes
 //! that invalidated a wait for a copy, and the queue of waiting requests)
 //! is the caller's, through [`NodeSet`] and [`RequestQueue`]; when it
@@ -137,6 +156,10 @@ pub enum MsgKind {
     Invalidate = 5,
     /// The copy is dropped.
     InvAck = 6,
+    /// The request with token `token` is refused: the node that would
+    /// have had to create the object for it is past its budget of objects
+    /// for the neighbour that sent it the request.
+    Refused = 7,
 }
 
 impl MsgKind {
@@ -149,6 +172,7 @@ impl MsgKind {
             4 => MsgKind::Ownership,
             5 => MsgKind::Invalidate,
             6 => MsgKind::InvAck,
+            7 => MsgKind::Refused,
             _ => return None,
         })
     }
@@ -156,6 +180,20 @@ impl MsgKind {
     /// Whether the message carries the object's contents.
     pub fn carries_contents(self) -> bool {
         matches!(self, MsgKind::Copy | MsgKind::Ownership)
+    }
+
+    /// Whether the message asks for the object (`ReadReq`, `WriteReq`):
+    /// the only kinds a node handles about an object it does not know yet
+    /// (a new object waits for nothing, so any other kind is unexpected
+    /// there, and needs no entry).
+    pub fn is_request(self) -> bool {
+        matches!(self, MsgKind::ReadReq | MsgKind::WriteReq)
+    }
+
+    /// Whether the message answers a request with its token (`Copy`,
+    /// `Ownership`, `Refused`).
+    pub fn answers_request(self) -> bool {
+        matches!(self, MsgKind::Copy | MsgKind::Ownership | MsgKind::Refused)
     }
 }
 
@@ -171,8 +209,8 @@ pub struct Msg {
     /// `Invalidate`: the version about to be written.  Otherwise 0.
     pub version: u64,
     /// Requests: the requester's token for this request (kept when
-    /// forwarded).  `Copy`, `Ownership`: the token of the request served.
-    /// Otherwise 0.
+    /// forwarded).  `Copy`, `Ownership`: the token of the request served;
+    /// `Refused`: of the request refused.  Otherwise 0.
     pub token: u64,
 }
 
@@ -183,7 +221,7 @@ impl Msg {
     /// sender, and one that names another node is forged (a node acting
     /// in another's name: handing it copies, acking in its place).
     pub fn names_sender_ok(&self, src: NodeId) -> bool {
-        matches!(self.kind, MsgKind::ReadReq | MsgKind::WriteReq) || self.node == src
+        self.kind.is_request() || self.node == src
     }
 }
 
@@ -217,6 +255,10 @@ pub enum Action {
     FirstTouch,
     /// The local access asked for with [`Object::acquire`] is granted.
     Granted(Access),
+    /// The local access asked for with [`Object::acquire`] is refused by
+    /// the node its request reached (`Refused`): nothing is held or asked
+    /// for any more, and the access fails (`EAGAIN` in ssi.ko).
+    Refused(Access),
 }
 
 /// Why an event was refused.
@@ -233,9 +275,10 @@ pub enum Error {
     /// never from that sender (a corrupt, foreign or forging peer):
     /// ignored, nothing changed.
     Unexpected,
-    /// A `Copy` or an `Ownership` while this node waits for one, without
-    /// the token of its request: not the answer to it (forged by a node
-    /// that did not see the request): ignored, nothing changed.
+    /// A `Copy`, an `Ownership` or a `Refused` while this node waits for
+    /// an answer, without the token of its request: not the answer to it
+    /// (forged by a node that did not see the request): ignored, nothing
+    /// changed.
     BadToken,
 }
 
@@ -279,8 +322,9 @@ pub struct Object<Q, C> {
     version: u64,
     /// The owner that holds this node in its copyset: where its read copy
     /// came from, the only node that may invalidate it (kept while the
-    /// node waits for ownership after dropping that copy, until the owner
-    /// invalidates it or hands ownership over).
+    /// node waits for ownership after dropping that copy, and after that
+    /// request is refused, until the owner invalidates it or hands
+    /// ownership over).
     copy_from: Option<NodeId>,
     /// In `WaitAcks`: hand ownership to this node, with the token of its
     /// request, once acknowledged (`None`: the acknowledgements are for a
@@ -289,8 +333,8 @@ pub struct Object<Q, C> {
     held: Option<Access>,
     wanted: Option<Access>,
     /// The token of the access last asked for ([`Object::acquire`]): sent
-    /// with this node's request for it, and the only one a `Copy` or an
-    /// `Ownership` answering it may carry.
+    /// with this node's request for it, and the only one a `Copy`, an
+    /// `Ownership` or a `Refused` answering it may carry.
     token: u64,
     /// An invalidation that waits for the local read to end: its sender.
     deferred_ack: Option<NodeId>,
@@ -369,15 +413,15 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
 
     /// Whether `msg` answers this node's request, as
     /// [`Object::on_message`] would take it: the `Copy` it waits for, or
-    /// the `Ownership`, carrying the request's token (a copy may still be
-    /// stale: [`Object::copy_is_stale`]).
+    /// the `Ownership`, or a `Refused` of it, carrying the request's token
+    /// (a copy may still be stale: [`Object::copy_is_stale`]).
     pub fn is_answer(&self, msg: &Msg) -> bool {
         let kind = match self.state {
             State::WaitRead => MsgKind::Copy,
             State::WaitWrite => MsgKind::Ownership,
             _ => return false,
         };
-        msg.kind == kind
+        (msg.kind == kind || msg.kind == MsgKind::Refused)
             && msg.token == self.token
             && msg.version != u64::MAX
             && msg.node != self.me
@@ -725,6 +769,21 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
                 self.grant(Access::Write, out);
                 Ok(())
             }
+            MsgKind::Refused => {
+                // Only while waiting for an answer, and only for this
+                // node's request (the node that refused it is not known
+                // here either).
+                let access = match self.state {
+                    State::WaitRead => Access::Read,
+                    State::WaitWrite => Access::Write,
+                    _ => return Err(Error::Unexpected),
+                };
+                if msg.token != self.token {
+                    return Err(Error::BadToken);
+                }
+                self.on_refused(msg.node, access, out);
+                Ok(())
+            }
             MsgKind::Invalidate => self.on_invalidate(msg.node, out),
             MsgKind::InvAck => {
                 // Only from a node invalidated and not heard from since.
@@ -748,8 +807,14 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
     /// invalidate, but only the copies from that node become stale.
     fn on_invalidate(&mut self, from: NodeId, out: &mut dyn FnMut(Action)) -> Result<(), Error> {
         match self.state {
-            State::WaitRead => self.invalidators.insert(from)?,
-            State::ReadCopy | State::WaitWrite if self.copy_from == Some(from) => {
+            State::WaitRead => {
+                self.invalidators.insert(from)?;
+                if self.copy_from == Some(from) {
+                    // The copy dropped before a refused write request.
+                    self.copy_from = None;
+                }
+            }
+            State::ReadCopy | State::WaitWrite | State::InvCopy if self.copy_from == Some(from) => {
                 self.copy_from = None;
                 if self.state == State::ReadCopy {
                     if self.held.is_some() {
@@ -765,6 +830,27 @@ impl<Q: RequestQueue, C: NodeSet> Object<Q, C> {
         }
         Self::send(out, from, MsgKind::InvAck, self.me, 0, 0);
         Ok(())
+    }
+
+    /// This node's request for `access` was refused by `by`: back to no
+    /// copy, nothing asked for, and the local access fails.
+    fn on_refused(&mut self, by: NodeId, access: Access, out: &mut dyn FnMut(Action)) {
+        self.state = State::InvCopy;
+        self.wanted = None;
+        self.invalidators.drain_each(&mut |_| {});
+        if access == Access::Write {
+            // The nodes the request passed point here, and this node to
+            // itself or to the writer queued behind it: point to where the
+            // request ended (a node that does not know the object, so
+            // whose chain ends at the home) and pass on what queued here,
+            // in order.  A copy dropped for the request keeps `copy_from`:
+            // its owner still invalidates it.
+            self.hint = by;
+            while let Some(req) = self.queue.pop_front() {
+                self.forward(req, out);
+            }
+        }
+        out(Action::Refused(access));
     }
 
     fn on_request(&mut self, req: Request, out: &mut dyn FnMut(Action)) -> Result<(), Error> {

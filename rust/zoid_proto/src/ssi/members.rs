@@ -71,13 +71,14 @@ mod tests {
         }
     }
 
-    const ALL_KINDS: [MsgKind; 6] = [
+    const ALL_KINDS: [MsgKind; 7] = [
         MsgKind::ReadReq,
         MsgKind::WriteReq,
         MsgKind::Copy,
         MsgKind::Ownership,
         MsgKind::Invalidate,
         MsgKind::InvAck,
+        MsgKind::Refused,
     ];
 
     #[test]

@@ -4,6 +4,7 @@
 //! objects (Kerrighed's KDDM states, probable-owner forwarding).  See
 //! `docs/ssi.md`.
 
+pub mod budget;
 pub mod checkpoint;
 pub mod coherence;
 pub mod control;

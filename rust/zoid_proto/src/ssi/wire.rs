@@ -21,18 +21,20 @@
 //!
 //! All fields are big-endian; `kind`, `node`, `version` and `token` are
 //! those of [`super::coherence::Msg`] (`token`: the request's, in a
-//! request and in the `Copy` or `Ownership` that answers it; 0 in the
-//! others).  Version 1 had no token (a 32-byte header): its messages are
-//! refused ([`WireError::BadVersion`]).  One message travels as one treenet message,
-//! so its end is known: `contents_len` must match it exactly, and only
-//! `Copy` and `Ownership` carry contents.
+//! request and in the `Copy`, `Ownership` or `Refused` that answers it; 0
+//! in the others).  Version 1 had no token (a 32-byte header), version 2
+//! no `Refused` (kind 7): their messages are refused
+//! ([`WireError::BadVersion`]).  One message travels as one treenet
+//! message, so its end is known: `contents_len` must match it exactly,
+//! and only `Copy` and `Ownership` carry contents.
 
 use super::coherence::{Msg, MsgKind, NodeId};
 
 /// First two bytes of every ssi message.
 pub const MAGIC: u16 = 0x5353;
-/// Version of the header format (2: with the request token).
-pub const SSI_WIRE_VERSION: u8 = 2;
+/// Version of the header format (2: with the request token; 3: with
+/// `Refused`).
+pub const SSI_WIRE_VERSION: u8 = 3;
 /// Bytes of the header.
 pub const HEADER_LEN: usize = 40;
 

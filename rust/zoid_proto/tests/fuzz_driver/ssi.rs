@@ -21,8 +21,8 @@
 //! copies, every copy and grant current, acyclic probable owners) and,
 //! once the input ends and the network drains, complete every access.  A
 //! hostile run must only never panic, never send to the sender itself and
-//! never take a `Copy` or an `Ownership` without the token of the access
-//! asked for.
+//! never take a `Copy`, an `Ownership` or a `Refused` without the token of
+//! the access asked for.
 
 use std::collections::VecDeque;
 
@@ -99,6 +99,8 @@ pub struct SsiStats {
     pub grants: u64,
     /// Messages refused as unexpected.
     pub refused: u64,
+    /// Accesses refused by a (hostile) `Refused`.
+    pub refused_accesses: u64,
 }
 
 impl Net {
@@ -125,6 +127,12 @@ impl Net {
                 Action::Install => self.values[node] = carried,
                 Action::DropContents => self.values[node] = None,
                 Action::FirstTouch => self.values[node] = Some(0),
+                Action::Refused(_) => {
+                    // Only a decoded hostile `Refused` gets here: nobody
+                    // else refuses.
+                    assert!(self.hostile, "node {node}'s access refused");
+                    st.refused_accesses += 1;
+                }
                 Action::Granted(_) => {
                     st.grants += 1;
                     if !self.hostile {
@@ -191,7 +199,7 @@ impl Net {
         match self.objs[to].on_message(msg, &mut |a| acts.push(a)) {
             Ok(()) => {
                 assert!(
-                    answer || !msg.kind.carries_contents(),
+                    answer || !msg.kind.answers_request(),
                     "node {to} took {msg:?}, not the answer to its request"
                 );
             }
