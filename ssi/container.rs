@@ -12,6 +12,11 @@
 //!   granted, run the caller's function on the contents, release.
 //! * Messages from other nodes are queued by treenet's callback and
 //!   handled by the `ssi_rx` thread, which may sleep to send.
+//! * A request for an object this node does not know makes it create an
+//!   entry, charged to the neighbour that sent the request
+//!   (`zoid_proto::ssi::budget`): past `max_objects_per_node` objects for
+//!   that neighbour the request is refused, nothing created, and the
+//!   requester's access fails with `EAGAIN`.
 //!
 //! * `/dev/ssi` maps objects into processes ([`Containers::fault`]): a
 //!   fault is an access like any other, and the page stays mapped after
@@ -43,10 +48,11 @@ use crate::zoid_kernel::stats::counters;
 use crate::zoid_kernel::sysfs::SysfsWriter;
 use crate::zoid_kernel::vfs::{CPath, Export};
 use crate::zoid_kernel::vm::{Fault, KernelPage, Mapped, MappingSpace, PAGE_SIZE};
+use crate::zoid_proto::ssi::budget::{Budget, Decision, SenderCounts};
 use crate::zoid_proto::ssi::checkpoint::{self, Parser, Piece, SetHeader};
 use crate::zoid_proto::ssi::coherence::{
-    Access, Action, Error as CohError, MsgKind, NodeId, NodeSet, Object, Request, RequestQueue,
-    State,
+    Access, Action, Error as CohError, Msg, MsgKind, NodeId, NodeSet, Object, Request,
+    RequestQueue, State,
 };
 use crate::zoid_proto::ssi::wire::{Header, HEADER_LEN};
 
@@ -99,6 +105,12 @@ const ABORT_POLL_MS: u32 = 250;
 /// How long a fault keeps its access by default, in microseconds (see
 /// [`Containers::linger`]; `linger_us` in sysfs).
 pub(crate) const LINGER_US: u32 = 2_000;
+
+/// How many objects a node creates by default for requests one neighbour
+/// sends it (`max_objects_per_node`): 256 MiB of 4 KiB pages.
+pub(crate) const MAX_OBJECTS_PER_NODE: u32 = 65_536;
+/// The largest `max_objects_per_node` (64 GiB of 4 KiB pages).
+pub(crate) const MAX_OBJECTS_PER_NODE_LIMIT: u32 = 1 << 24;
 
 /// How many exited processes `ssi_rx` can be told about at once (more are
 /// left to the linger timeout).
@@ -165,6 +177,34 @@ impl NodeSet for CopySet {
     }
 }
 
+/// How many objects this node created for requests from each neighbour.
+#[derive(Default)]
+pub(crate) struct Charges(RBTree<NodeId, u64>);
+
+impl SenderCounts for Charges {
+    fn get_mut(&mut self, node: NodeId) -> Option<&mut u64> {
+        self.0.get_mut(&node)
+    }
+    fn get_or_insert(&mut self, node: NodeId) -> Result<&mut u64, CohError> {
+        if self.0.get(&node).is_none() {
+            self.0
+                .try_create_and_insert(node, 0, GFP_KERNEL)
+                .map_err(|_| CohError::NoMemory)?;
+        }
+        self.0.get_mut(&node).ok_or(CohError::NoMemory)
+    }
+    fn get(&self, node: NodeId) -> u64 {
+        self.0.get(&node).copied().unwrap_or(0)
+    }
+}
+
+impl Charges {
+    /// Each neighbour charged, with its count, in ascending node order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (NodeId, u64)> + '_ {
+        self.0.iter().map(|(&n, &c)| (n, c))
+    }
+}
+
 /// Requests waiting for this node's turn as owner (at most one per node).
 #[derive(Default)]
 pub(crate) struct Waiting(KVec<Request>);
@@ -204,6 +244,9 @@ pub(crate) struct Entry {
     /// Contents the set's linker filled before the home creates the
     /// object ([`Containers::prefill`]).
     pub(crate) prefilled: Option<Contents>,
+    /// How many of this node's requests for the object were refused
+    /// (`Refused`): a waiting access whose request was sees it grow.
+    pub(crate) refusals: u32,
 }
 
 impl Entry {
@@ -229,7 +272,9 @@ counters! {
         malformed: "Received messages with a bad header or contents length.",
         forged: "Received coherence messages (not requests) that named another node than their sender: dropped.",
         unexpected: "Received messages the protocol never sends in that state or from that sender (a forged InvAck, Invalidate, Copy or Ownership): dropped.",
-        bad_token: "Received Copy or Ownership messages, while waiting for one, without the token of this node's request (forged by a node the request did not pass): dropped.",
+        bad_token: "Received Copy, Ownership or Refused messages, while waiting for an answer, without the token of this node's request (forged by a node the request did not pass): dropped.",
+        refused_budget: "Requests for objects this node did not know refused, nothing created: the neighbour that sent them was past max_objects_per_node (the requester is answered Refused).",
+        refused_answers: "Refused answers taken: the node a local access's request reached would have had to create the object and was past its budget for the node that sent it the request (the access fails with EAGAIN).",
         nomem_retries: "Events refused for lack of memory, given again later.",
         dropped_nomem: "Messages lost: no memory to queue them for ssi_rx (or to give them to it again).",
         actions_lost: "Protocol actions (a message to send, contents to keep or drop, a grant) an event gave that found no memory to be noted, past the room taken before the event: a node or a local access may then wait until its timeout.",
@@ -263,11 +308,18 @@ counters! {
 /// Messages to send once the table is unlocked.
 pub(crate) type Outbox = KVec<(u16, KVec<u8>)>;
 
-/// What the table lock guards: the objects, and this node's part in a
-/// rebuild (`membership.rs`).
+/// What the table lock guards: the objects, the objects created for each
+/// neighbour, and this node's part in a rebuild (`membership.rs`).
+///
+/// Entries are never removed (a rebuild resets them in place, a restore
+/// writes them, an acknowledged loss only clears `lost`), so the counts of
+/// `budget` only grow until the module is unloaded.  Entries a rebuild
+/// creates (the objects this node owns from then on, lost ones) are the
+/// coordinator's decision and charged to no one; nor are local accesses.
 #[derive(Default)]
 pub(crate) struct Table {
     pub(crate) objects: RBTree<(u32, u64), Entry>,
+    pub(crate) budget: Budget<Charges>,
     pub(crate) rebuild: crate::membership::Participant,
 }
 
@@ -300,6 +352,9 @@ pub(crate) struct Containers {
     lingers: Atomic<u32>,
     /// How long a fault's access lingers (`linger_us`).
     pub(crate) linger_us: Atomic<u32>,
+    /// How many objects this node creates for requests one neighbour
+    /// sends it (`max_objects_per_node`).
+    pub(crate) max_objects_per_node: Atomic<u32>,
     /// Processes that exited with faults lingering (`process_events`).
     #[pin]
     exited: SpinLock<Exited>,
@@ -336,6 +391,7 @@ impl Containers {
             lingering <- new_mutex!(KVec::new(), "ssi::lingering"),
             lingers: Atomic::new(0),
             linger_us: Atomic::new(LINGER_US),
+            max_objects_per_node: Atomic::new(MAX_OBJECTS_PER_NODE),
             exited <- new_spinlock!(
                 Exited {
                     tgids: [0; EXITED_SLOTS],
@@ -438,7 +494,12 @@ impl Containers {
                     granted = true;
                 }
                 Action::Refused(_) => {
+                    self.counters.refused_answers.fetch_add(1, Relaxed);
                     entry.asked = None;
+                    // The waiting access sees it and fails; one that gave
+                    // up has nothing to release.
+                    entry.refusals = entry.refusals.wrapping_add(1);
+                    entry.abandoned = false;
                 }
             }
         }
@@ -547,7 +608,45 @@ impl Containers {
             lingering: None,
             lost: false,
             prefilled: None,
+            refusals: 0,
         })
+    }
+
+    /// Answers `h`, a request for an object this node does not create (its
+    /// sender is past `max_objects_per_node`): `Refused` to the node that
+    /// asked, with the request's token.  Call it without the table.  (Not
+    /// inlined: its header stays out of `ssi_rx`'s frame.)
+    #[inline(never)]
+    fn refuse(&self, h: &Header) {
+        let Ok(me) = treenet::node_id() else {
+            self.counters.send_failed.fetch_add(1, Relaxed);
+            return;
+        };
+        let Ok(to) = u16::try_from(h.msg.node) else {
+            self.counters.send_failed.fetch_add(1, Relaxed);
+            return;
+        };
+        if to == me {
+            // A request in this node's name: not its own (it would know
+            // the object).
+            self.counters.unexpected.fetch_add(1, Relaxed);
+            return;
+        }
+        let refusal = Header {
+            set: h.set,
+            object: h.object,
+            msg: Msg {
+                kind: MsgKind::Refused,
+                node: NodeId::from(me),
+                version: 0,
+                token: h.msg.token,
+            },
+            contents_len: 0,
+        };
+        match treenet::send(CHANNEL, to, &refusal.encode(), true) {
+            Ok(()) => self.counters.msgs_sent.fetch_add(1, Relaxed),
+            Err(_) => self.counters.send_failed.fetch_add(1, Relaxed),
+        };
     }
 
     /// Runs `f` on the contents of object (`set`, `object`) with `access`:
@@ -586,8 +685,9 @@ impl Containers {
         }
         let mut t = self.table.lock();
         // Ask (once nothing else of this node holds or wants the object,
-        // and no rebuild is under way).
-        loop {
+        // and no rebuild is under way).  The entry's refusals when this
+        // access asked: one more, and its request was refused.
+        let refusals = loop {
             if t.objects.get(&key).is_none() {
                 t.objects
                     .try_create_and_insert(key, Self::new_entry()?, GFP_KERNEL)?;
@@ -620,6 +720,7 @@ impl Containers {
             };
             match asked {
                 Ok(()) => {
+                    let refusals = e.refusals;
                     for a in actions.iter() {
                         if let Action::Send { to, msg } = a {
                             if matches!(msg.kind, MsgKind::ReadReq | MsgKind::WriteReq) {
@@ -635,7 +736,7 @@ impl Containers {
                     drop(t);
                     self.send_all(out);
                     t = self.table.lock();
-                    break;
+                    break refusals;
                 }
                 Err(CohError::Busy) if e.lingering.is_some() && !frozen => {
                     // A fault of this node lingers: its task has gone on.
@@ -668,7 +769,7 @@ impl Containers {
                 self.count_give_up(e);
                 return Err(e);
             }
-        }
+        };
         // Wait for the grant.  Once asked, the request cannot be taken
         // back: a waiter that gives up leaves the grant to be released by
         // whoever receives it.
@@ -676,6 +777,13 @@ impl Containers {
             let Some(e) = t.objects.get_mut(&key) else {
                 return Err(EIO);
             };
+            if e.refusals != refusals {
+                // Refused by the node that would have created the object
+                // (past its budget for the node that sent it the request):
+                // nothing is asked for any more (another access of this
+                // node may have asked, and be granted, since).
+                return Err(EAGAIN);
+            }
             if e.coh.held() == Some(access) {
                 break;
             }
@@ -695,6 +803,10 @@ impl Containers {
                 let Some(e) = t.objects.get_mut(&key) else {
                     return Err(err);
                 };
+                if e.refusals != refusals {
+                    // Nothing left to give back.
+                    return Err(EAGAIN);
+                }
                 if e.coh.held() == Some(access) {
                     break;
                 }
@@ -1157,15 +1269,35 @@ impl Containers {
             return None;
         }
         if t.objects.get(&key).is_none() {
+            if !h.msg.kind.is_request() {
+                // Nothing else concerns an object this node does not
+                // know (a new one waits for nothing): no entry for it.
+                self.counters.unexpected.fetch_add(1, Relaxed);
+                return None;
+            }
             let Ok(entry) = Self::new_entry() else {
                 // treenet delivered it, so it is up: not from our pset.
                 self.counters.unexpected.fetch_add(1, Relaxed);
                 return None;
             };
+            // Charged to the neighbour that sent it (whose link makes
+            // this node allocate), a forwarder included.
+            let max = u64::from(self.max_objects_per_node.load(Relaxed));
+            match t.budget.charge(NodeId::from(src), max) {
+                Ok(Decision::Create) => {}
+                Ok(Decision::Refuse) => {
+                    self.counters.refused_budget.fetch_add(1, Relaxed);
+                    drop(t);
+                    self.refuse(&h);
+                    return None;
+                }
+                Err(_) => return Some((src, h, carried)),
+            }
             if t.objects
                 .try_create_and_insert(key, entry, GFP_KERNEL)
                 .is_err()
             {
+                t.budget.uncharge(NodeId::from(src));
                 return Some((src, h, carried));
             }
         }
@@ -1274,6 +1406,23 @@ impl Containers {
                 e.coh.probable_owner(),
                 U64(e.coh.version())
             )?;
+        }
+        Ok(())
+    }
+
+    /// Writes, for `/sys/kernel/ssi/objects_per_node`, one line per
+    /// neighbour this node created objects for (`node objects`).
+    pub(crate) fn show_objects_per_node(&self, w: &mut SysfsWriter<'_>) -> Result {
+        // The longest line, and the last one's room.
+        const LINE: usize = 32;
+        let t = self.table.lock();
+        for (i, (node, count)) in t.budget.counts().iter().enumerate() {
+            if w.remaining() < 2 * LINE {
+                let more = t.budget.counts().iter().count() - i;
+                writeln!(w, "... {more} more")?;
+                break;
+            }
+            writeln!(w, "{node} {}", U64(count))?;
         }
         Ok(())
     }

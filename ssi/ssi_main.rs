@@ -40,6 +40,12 @@
 //!   its page faults left lingering at once.
 //! * `linger_us`: how long a `/dev/ssi` fault keeps its access (2000 us by
 //!   default; 0 to 10 s).
+//! * `max_objects_per_node`: how many objects this node creates for
+//!   requests one neighbour sends it (65536 by default, 0 to 2^24); past
+//!   it a request for a new object is refused and the requester's access
+//!   fails with `EAGAIN` (`refused_budget` here, `refused_answers` there).
+//!   Local accesses are not charged.  `objects_per_node`: `NODE OBJECTS`
+//!   per neighbour charged (counts only grow: entries are never removed).
 //!
 //! * `sets` (on the ION): write `define ID NAME SIZE memory` or `define ID
 //!   NAME SIZE file /PATH` to define a set before its first use: object
@@ -73,7 +79,7 @@ mod zoid_kernel;
 #[path = "../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
 
-use container::{Containers, CHANNEL};
+use container::{Containers, CHANNEL, MAX_OBJECTS_PER_NODE_LIMIT};
 use zoid_kernel::coherence::Provision;
 use zoid_kernel::hooks::{Hook, HookHandler, Hooks};
 use zoid_kernel::kthread::KThread;
@@ -416,6 +422,17 @@ fn store_linger_us(s: &SsiState, input: &[u8]) -> Result {
     Ok(())
 }
 
+/// `max_objects_per_node`: objects created per neighbour (0 to 2^24).
+fn store_max_objects_per_node(s: &SsiState, input: &[u8]) -> Result {
+    let v = parse_u64(input)?;
+    let v = u32::try_from(v).map_err(|_| EINVAL)?;
+    if v > MAX_OBJECTS_PER_NODE_LIMIT {
+        return Err(EINVAL);
+    }
+    s.containers.max_objects_per_node.store(v, Relaxed);
+    Ok(())
+}
+
 /// A knob of milliseconds (at least 10).
 fn store_ms(knob: &Atomic<u32>, input: &[u8]) -> Result {
     let v = parse_u64(input)?;
@@ -443,7 +460,7 @@ fn store_nodes(input: &[u8], each: impl Fn(u16) -> Result) -> Result {
     }
 }
 
-static ATTRS: [Attribute<SsiState>; 18] = [
+static ATTRS: [Attribute<SsiState>; 20] = [
     Attribute::ro(c"version", zoid_kernel::suite::show_version),
     Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
     Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
@@ -511,6 +528,14 @@ static ATTRS: [Attribute<SsiState>; 18] = [
         |s, w| writeln!(w, "{}", s.containers.linger_us.load(Relaxed)),
         store_linger_us,
     ),
+    Attribute::rw(
+        c"max_objects_per_node",
+        |s, w| writeln!(w, "{}", s.containers.max_objects_per_node.load(Relaxed)),
+        store_max_objects_per_node,
+    ),
+    Attribute::ro(c"objects_per_node", |s, w| {
+        s.containers.show_objects_per_node(w)
+    }),
 ];
 
 /// The nice value of ssi's threads (`ssi_rx`, which takes in every

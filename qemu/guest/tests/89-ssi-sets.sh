@@ -13,6 +13,15 @@
 #   and the ION add to it and read 2, any other CN's add and read fail
 #   (EACCES, counted not_member_accesses); a limit on a set in use, on an
 #   undefined set, without nodes, or written on a CN is refused.
+# * budget of objects: the ION lowers max_objects_per_node so that CN 1
+#   has 8 objects left (more if another CN has made the ION create more
+#   objects for it already: CN 1 reads how many in set 44's object 0);
+#   CN 1 creates that many new objects of set 44, and its next new one is
+#   refused with EAGAIN, read or written (refused_budget on the ION,
+#   refused_answers on CN 1, nothing created for it); CN 2's new objects
+#   are still created (its own budget); bad values of the knob are
+#   refused; with the knob back at its default, CN 1's refused object is
+#   created.
 . /zoid/tests/treenet-lib.sh
 S=/sys/kernel/ssi
 M=/zoid/bin/ssimap
@@ -122,5 +131,83 @@ fi
 [ "$(counter $S/stats malformed)" = 0 ] && [ "$(counter $S/stats unexpected)" = 0 ] \
   && [ "$(counter $S/stats bad_token)" = 0 ] \
   || fail "malformed or unexpected messages"
+barrier 1160
+# Budgets of objects per node.  Objects of set 44 (an undefined 4 KiB
+# memory set no other test uses): 0 carries CN 1's allowance, CN 1
+# creates 1001 onwards, CN 2 2001 and 2002.
+charged() { awk -v n="$1" '$1 == n { c = $2 } END { print c + 0 }' $S/objects_per_node; }
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(cat $S/max_objects_per_node)" = 65536 ] || fail "max_objects_per_node: $(cat $S/max_objects_per_node)"
+  refused 16777217 max_objects_per_node
+  refused -1 max_objects_per_node
+  refused many max_objects_per_node
+  [ "$(cat $S/max_objects_per_node)" = 65536 ] || fail "a refused value changed the knob"
+  # What the CNs have made this node create so far (earlier tests).
+  most=0
+  n=1
+  while [ $n -le "$ZOID_CNS" ]; do
+    c=$(charged $n); [ "$c" -le "$most" ] || most=$c
+    n=$((n + 1))
+  done
+  max=$((most + 8))
+  allowance=$((max - $(charged 1)))
+  refused0=$(counter $S/stats refused_budget)
+  echo "44 0 $allowance" > $S/add || fail "set 44 object 0"
+  # Back to the default whatever happens: the tests that follow create
+  # objects.
+  trap 'echo 65536 > $S/max_objects_per_node' EXIT
+  echo $max > $S/max_objects_per_node || fail "max_objects_per_node $max"
+  [ "$(cat $S/max_objects_per_node)" = $max ] || fail "max_objects_per_node: $(cat $S/max_objects_per_node), want $max"
+fi
+answers0=$(counter $S/stats refused_answers)
+barrier 1161
+if [ "$ZOID_NODE_ID" = 1 ]; then
+  # (Object 0 is known to the ION already: reading it creates nothing.)
+  echo "44 0" > $S/read || fail "set 44 object 0"
+  allowance=$(cut -d' ' -f3 $S/read)
+  [ "$allowance" -ge 8 ] || fail "CN 1's allowance: $allowance, want at least 8"
+  o=1001
+  while [ $o -le $((1000 + allowance)) ]; do
+    echo "44 $o" > $S/read || fail "new object $o within the budget"
+    o=$((o + 1))
+  done
+  if out=$( (echo "44 $o" > $S/read) 2>&1); then fail "new object $o past the budget was created"; fi
+  echo "$out" | grep -q "Resource temporarily unavailable" || fail "new object $o past the budget: $out, want EAGAIN"
+  [ "$(counter $S/stats refused_answers)" = $((answers0 + 1)) ] \
+    || fail "refused_answers: $(counter $S/stats refused_answers), was $answers0"
+  # A write of it is refused too; one created within the budget, known to
+  # the ION, can be written (it costs nothing more).
+  if out=$( (echo "44 $o 1" > $S/add) 2>&1); then fail "new object $o written past the budget"; fi
+  echo "$out" | grep -q "Resource temporarily unavailable" || fail "write of new object $o: $out, want EAGAIN"
+  echo "44 $((o - 1)) 1" > $S/add || fail "object $((o - 1)) within the budget"
+elif [ "$ZOID_NODE_ID" = 2 ]; then
+  echo "44 2001" > $S/read || fail "CN 2's new object 2001 (its own budget)"
+  echo "44 2002 1" > $S/add || fail "CN 2's new object 2002 (its own budget)"
+  [ "$(counter $S/stats refused_answers)" = "$answers0" ] || fail "CN 2's accesses refused"
+fi
+barrier 1162
+if [ "$ZOID_ROLE" = ion ]; then
+  # CN 1's read and write of its refused object.
+  [ "$(counter $S/stats refused_budget)" = $((refused0 + 2)) ] \
+    || fail "refused_budget: $(counter $S/stats refused_budget), was $refused0, want 2 more"
+  [ "$(charged 1)" = $max ] || fail "objects created for CN 1: $(charged 1), want $max"
+  [ "$ZOID_CNS" -lt 2 ] || [ "$(charged 2)" -le $max ] || fail "objects created for CN 2: $(charged 2), max $max"
+  echo 65536 > $S/max_objects_per_node || fail "max_objects_per_node back to 65536"
+  trap - EXIT
+fi
+barrier 1163
+if [ "$ZOID_NODE_ID" = 1 ]; then
+  echo "44 $o 1" > $S/add || fail "object $o once the budget is back"
+  echo "44 $o" > $S/read
+  [ "$(cat $S/read)" = "44 $o 1" ] || fail "object $o: $(cat $S/read), want 1"
+  [ "$(counter $S/stats refused_answers)" = $((answers0 + 2)) ] \
+    || fail "refused_answers: $(counter $S/stats refused_answers), was $answers0, want 2 more"
+fi
+barrier 1164
+if [ "$ZOID_ROLE" = ion ]; then
+  [ "$(charged 1)" = $((max + 1)) ] || fail "objects created for CN 1: $(charged 1), want $((max + 1))"
+fi
+[ "$(counter $S/stats bad_token)" = 0 ] && [ "$(counter $S/stats unexpected)" = 0 ] \
+  || fail "bad_token or unexpected messages"
 nonzero "ssi stats" $S/stats
 barrier 783
