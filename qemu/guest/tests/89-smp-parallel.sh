@@ -17,20 +17,24 @@ M=/mnt/zfs-smp
 fail() { echo "$*"; nonzero "zoid stats" $Z/stats; nonzero "zoidfs stats" /sys/kernel/zoidfs/stats; dmesg | tail -5; exit 1; }
 cpus=$(grep -c ^processor /proc/cpuinfo)
 P=$((2 * cpus))
+# calls <name> <echoes> <nulls>: $P processes at once each make that many
+# 64 KiB echoes (through zoid-rx and the workers), then null calls
+# (treenet's receive softirq), verified by zoidcall.
+calls() {
+  i=0; pids=""
+  while [ $i -lt $P ]; do
+    ( $ZC echo 65536 "$2" > /tmp/smp-$1-$i 2>&1 && $ZC null "$3" >> /tmp/smp-$1-$i 2>&1 ) & pids="$pids $!"
+    i=$((i + 1))
+  done
+  for p in $pids; do wait $p || fail "parallel calls ($1): $(cat /tmp/smp-$1-*)"; done
+}
 if [ "$ZOID_ROLE" = ion ]; then
   mkdir -p $X && chmod 1777 $X && echo $X > $Z/export
 fi
 barrier 1130
 if [ "$ZOID_ROLE" = cn ]; then
   echo "$ZOID_NODE: $cpus CPU(s), $P processes at once"
-  # Calls: echoes of 64 KiB (through zoid-rx and the workers) and null
-  # calls (treenet's receive softirq), verified by zoidcall.
-  i=0; pids=""
-  while [ $i -lt $P ]; do
-    ( $ZC echo 65536 10 > /tmp/smp-echo-$i 2>&1 && $ZC null 50 >> /tmp/smp-echo-$i 2>&1 ) & pids="$pids $!"
-    i=$((i + 1))
-  done
-  for p in $pids; do wait $p || fail "parallel calls: $(cat /tmp/smp-echo-*)"; done
+  calls plain 10 50
   mkdir -p $M
   for cache in none strict loose; do
     mount -t zoidfs -o cache=$cache zoidfs $M || fail "mount cache=$cache"
@@ -70,14 +74,7 @@ barrier 1132
 # Calls over a faulty link, from every CPU at once.
 echo 20000 > $T/drop_ppm; echo 10000 > $T/dup_ppm; echo 20000 > $T/reorder_ppm
 barrier 1133
-if [ "$ZOID_ROLE" = cn ]; then
-  i=0; pids=""
-  while [ $i -lt $P ]; do
-    ( $ZC echo 65536 5 > /tmp/smp-lossy-$i 2>&1 && $ZC null 20 >> /tmp/smp-lossy-$i 2>&1 ) & pids="$pids $!"
-    i=$((i + 1))
-  done
-  for p in $pids; do wait $p || fail "parallel calls over a faulty link: $(cat /tmp/smp-lossy-*)"; done
-fi
+[ "$ZOID_ROLE" != cn ] || calls lossy 5 20
 barrier 1134
 echo 0 > $T/drop_ppm; echo 0 > $T/dup_ppm; echo 0 > $T/reorder_ppm
 # ssi: every node's processes add to word 0 of object 1 of set 22, and
