@@ -70,7 +70,7 @@ pub(crate) struct Answers {
     stats: Arc<Stats>,
     /// Each CN's calls running and answered lately: an answer ends its
     /// call there.
-    pub(crate) ledger: Arc<Ledgers>,
+    ledger: Arc<Ledgers>,
     /// Wakes the receive thread, which sends the backlog.
     kicker: Arc<Kicker>,
     /// A leaf lock: nothing is taken under it.

@@ -117,7 +117,7 @@ impl ServerKnobs {
         }
     }
 
-    pub(crate) fn new() -> Self {
+    fn new() -> Self {
         Self {
             workers: Atomic::new(4),
             max_request: Atomic::new((4 << 20) + 1024),
@@ -314,7 +314,7 @@ pub(crate) struct ServerCore {
     /// Each CN's calls running and answered lately: a copy is not run.
     pub(crate) ledger: Arc<Ledgers>,
     /// Every answer to a CN goes out through it.
-    pub(crate) answers: Arc<Answers>,
+    answers: Arc<Answers>,
 }
 
 /// Calls up to this many bytes (header included) may skip the receive
