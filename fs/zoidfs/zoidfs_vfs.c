@@ -124,6 +124,11 @@ struct zoidfs_sb {
 	u32 rsize;
 	u32 wsize;
 	u32 inflight;		/* data calls in flight per stream */
+	/*
+	 * Bumped whenever one of this CN's writes to any file of the mount
+	 * reaches the ION (zoidfs_write_gen()).
+	 */
+	atomic_t write_gen;
 	u32 timeo;		/* mount option, tenths of a second */
 	u32 retrans;
 	bool hard;
@@ -319,8 +324,10 @@ static void zoidfs_set_attr_gen(struct inode *inode, const struct zoidfs_attr *a
 		 i_size_read(inode) != a->size);
 	if (!dirty || a->size > i_size_read(inode))
 		i_size_write(inode, a->size);
-	if (ours)
+	if (ours) {
 		atomic_inc(&ZI(inode)->size_gen);
+		atomic_inc(&ZSB(inode->i_sb)->write_gen);
+	}
 	spin_unlock(&inode->i_lock);
 
 	inode->i_mode = (inode->i_mode & S_IFMT) | (a->mode & ~S_IFMT);
@@ -346,9 +353,23 @@ static void zoidfs_set_attr(struct inode *inode, const struct zoidfs_attr *a, bo
 	zoidfs_set_attr_gen(inode, a, ours, false);
 }
 
-static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a)
+/*
+ * The mount's write generation, read before a call whose reply carries
+ * attributes: if one of this CN's writes reached the ION while the call
+ * was out, the ION may have taken the attributes before that write (its
+ * workers run in parallel), and their size is no news: it must not
+ * shrink the file back under a concurrent append's record, which the next
+ * append would then overwrite.  NFS's attribute generations do the same.
+ */
+static int zoidfs_write_gen(struct super_block *sb)
 {
-	zoidfs_set_attr(inode, a, false);
+	return atomic_read(&ZSB(sb)->write_gen);
+}
+
+/* Applies a reply's attributes; `gen`: zoidfs_write_gen() before the call. */
+static void zoidfs_apply_attr(struct inode *inode, const struct zoidfs_attr *a, int gen)
+{
+	zoidfs_set_attr_gen(inode, a, false, zoidfs_write_gen(inode->i_sb) != gen);
 }
 
 /*
@@ -464,7 +485,7 @@ static void zoidfs_set_folio_orders(struct inode *inode)
 
 /* The inode of `fh` (new or cached), with attributes `a`. */
 static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
-				 const struct zoidfs_attr *a)
+				 const struct zoidfs_attr *a, int gen)
 {
 	struct inode *inode;
 
@@ -479,7 +500,7 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 			iput(inode);
 			return ERR_PTR(-ESTALE);
 		}
-		zoidfs_apply_attr(inode, a);
+		zoidfs_apply_attr(inode, a, gen);
 		return inode;
 	}
 	inode->i_ino = a->ino;
@@ -511,7 +532,7 @@ static struct inode *zoidfs_iget(struct super_block *sb, struct zoidfs_fh *fh,
 		init_special_inode(inode, a->mode, new_decode_dev(a->rdev));
 		break;
 	}
-	zoidfs_apply_attr(inode, a);
+	zoidfs_apply_attr(inode, a, gen);
 	if (S_ISREG(inode->i_mode) && ZSB(sb)->ssi) {
 		/* Its objects' key, and where ssi's callbacks find it. */
 		ZI(inode)->ssi_key = (u32)(a->ino ^ (a->ino >> 32));
@@ -595,6 +616,7 @@ static void zoidfs_inode_init_once(void *p)
 /* Looks `dentry` up in `dir` on the ION: its inode, NULL if there is none. */
 static struct inode *zoidfs_lookup_inode(struct inode *dir, const struct qstr *name)
 {
+	int gen = zoidfs_write_gen(dir->i_sb);
 	struct zoidfs_fh fh;
 	struct zoidfs_attr a;
 	int err;
@@ -604,7 +626,7 @@ static struct inode *zoidfs_lookup_inode(struct inode *dir, const struct qstr *n
 		return NULL;
 	if (err)
 		return ERR_PTR(err);
-	return zoidfs_iget(dir->i_sb, &fh, &a);
+	return zoidfs_iget(dir->i_sb, &fh, &a, gen);
 }
 
 static struct dentry *zoidfs_lookup(struct inode *dir, struct dentry *dentry,
@@ -662,11 +684,14 @@ static const struct dentry_operations zoidfs_dentry_ops = {
 	.d_revalidate = zoidfs_d_revalidate,
 };
 
-/* Gives `dentry` the inode of a just-made object. */
+/*
+ * Gives `dentry` the inode of a just-made object (`gen`: as for
+ * zoidfs_apply_attr(); a create may have found the file there).
+ */
 static int zoidfs_instantiate(struct inode *dir, struct dentry *dentry,
-			      struct zoidfs_fh *fh, const struct zoidfs_attr *a)
+			      struct zoidfs_fh *fh, const struct zoidfs_attr *a, int gen)
 {
-	struct inode *inode = zoidfs_iget(dir->i_sb, fh, a);
+	struct inode *inode = zoidfs_iget(dir->i_sb, fh, a, gen);
 
 	if (IS_ERR(inode))
 		return PTR_ERR(inode);
@@ -711,6 +736,7 @@ static umode_t zoidfs_new_mode(struct inode *dir, umode_t mode)
 static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mode,
 			    bool excl, bool *created)
 {
+	int gen = zoidfs_write_gen(dir->i_sb);
 	struct zoidfs_fh fh;
 	struct zoidfs_attr a;
 	int err;
@@ -723,7 +749,7 @@ static int zoidfs_do_create(struct inode *dir, struct dentry *dentry, umode_t mo
 	if (created)
 		*created = true;
 	zoidfs_attr_stale(dir);
-	return zoidfs_instantiate(dir, dentry, &fh, &a);
+	return zoidfs_instantiate(dir, dentry, &fh, &a, gen);
 }
 
 static int zoidfs_create(struct mnt_idmap *idmap, struct inode *dir,
@@ -793,13 +819,14 @@ static struct dentry *zoidfs_mkdir(struct mnt_idmap *idmap, struct inode *dir,
 {
 	struct zoidfs_fh fh;
 	struct zoidfs_attr a;
-	int err;
+	int err, gen;
 
+	gen = zoidfs_write_gen(dir->i_sb);
 	mode = zoidfs_new_mode(dir, mode);
 	err = zoidfs_rs_mkdir(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
 			      dentry->d_name.len, mode & 07777, &fh, &a);
 	if (!err)
-		err = zoidfs_instantiate(dir, dentry, &fh, &a);
+		err = zoidfs_instantiate(dir, dentry, &fh, &a, gen);
 	if (!err)
 		zoidfs_attr_stale(dir);
 	return ERR_PTR(err);
@@ -810,14 +837,15 @@ static int zoidfs_symlink(struct mnt_idmap *idmap, struct inode *dir,
 {
 	struct zoidfs_fh fh;
 	struct zoidfs_attr a;
-	int err;
+	int err, gen;
 
+	gen = zoidfs_write_gen(dir->i_sb);
 	err = zoidfs_rs_symlink(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
 				dentry->d_name.len, target, strlen(target), &fh, &a);
 	if (err)
 		return err;
 	zoidfs_attr_stale(dir);
-	return zoidfs_instantiate(dir, dentry, &fh, &a);
+	return zoidfs_instantiate(dir, dentry, &fh, &a, gen);
 }
 
 /* Fifos, sockets and devices: objects on the ION, opened locally (as NFS). */
@@ -826,8 +854,9 @@ static int zoidfs_mknod(struct mnt_idmap *idmap, struct inode *dir,
 {
 	struct zoidfs_fh fh;
 	struct zoidfs_attr a;
-	int err;
+	int err, gen;
 
+	gen = zoidfs_write_gen(dir->i_sb);
 	mode = zoidfs_new_mode(dir, mode);
 	err = zoidfs_rs_mknod(zconn(dir), &ZI(dir)->fh, dentry->d_name.name,
 			      dentry->d_name.len, mode & (S_IFMT | 07777),
@@ -835,12 +864,13 @@ static int zoidfs_mknod(struct mnt_idmap *idmap, struct inode *dir,
 	if (err)
 		return err;
 	zoidfs_attr_stale(dir);
-	return zoidfs_instantiate(dir, dentry, &fh, &a);
+	return zoidfs_instantiate(dir, dentry, &fh, &a, gen);
 }
 
 static int zoidfs_link(struct dentry *old, struct inode *dir, struct dentry *dentry)
 {
 	struct inode *inode = d_inode(old);
+	int gen = zoidfs_write_gen(dir->i_sb);
 	struct zoidfs_attr a;
 	int err;
 
@@ -849,7 +879,7 @@ static int zoidfs_link(struct dentry *old, struct inode *dir, struct dentry *den
 						       &a));
 	if (err)
 		return err;
-	zoidfs_apply_attr(inode, &a);
+	zoidfs_apply_attr(inode, &a, gen);
 	zoidfs_attr_stale(dir);
 	ihold(inode);
 	dentry->d_time = jiffies;
@@ -1053,7 +1083,7 @@ static int zoidfs_do_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 	struct inode *inode = d_inode(dentry);
 	struct zoidfs_setattr s = {};
 	struct zoidfs_attr a;
-	int err;
+	int err, gen;
 
 	err = setattr_prepare(idmap, dentry, ia);
 	if (err)
@@ -1103,6 +1133,7 @@ static int zoidfs_do_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		if (err)
 			return err;
 	}
+	gen = zoidfs_write_gen(inode->i_sb);
 	err = zoidfs_stale_retry(inode, zoidfs_rs_setattr(zconn(inode), &ZI(inode)->fh, &s, &a));
 	if (err)
 		return err;
@@ -1116,7 +1147,7 @@ static int zoidfs_do_setattr(struct mnt_idmap *idmap, struct dentry *dentry,
 		spin_unlock(&inode->i_lock);
 		truncate_pagecache(inode, ia->ia_size);
 	}
-	zoidfs_apply_attr(inode, &a);
+	zoidfs_apply_attr(inode, &a, gen);
 	return 0;
 }
 
@@ -1526,6 +1557,7 @@ static ssize_t zoidfs_write_iter_once(struct kiocb *iocb, struct iov_iter *from)
 	/* Appends go to the ION's end of file, not our idea of it: in order. */
 	bool append = iocb->ki_flags & IOCB_APPEND;
 	struct zoidfs_attr a, last = {};
+	int gen = zoidfs_write_gen(inode->i_sb);
 	u64 verf;
 	/* stop: start no more writes; broken: and count no more results. */
 	bool have_attr = false, stop = false, broken = false;
@@ -1618,7 +1650,7 @@ static ssize_t zoidfs_write_iter_once(struct kiocb *iocb, struct iov_iter *from)
 	if (sent > done)
 		iov_iter_revert(from, sent - done);
 	if (have_attr)
-		zoidfs_apply_attr(inode, &last);
+		zoidfs_apply_attr(inode, &last, gen);
 	if (done && inode->i_mapping->nrpages)
 		invalidate_inode_pages2_range(inode->i_mapping, start >> PAGE_SHIFT,
 					      (start + done - 1) >> PAGE_SHIFT);
@@ -3475,7 +3507,7 @@ static int zoidfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_flags |= SB_NOATIME;
 	if (ctx->acl)
 		sb->s_flags |= SB_POSIXACL;
-	root = zoidfs_iget(sb, &sbi->root, &a);
+	root = zoidfs_iget(sb, &sbi->root, &a, 0);
 	if (IS_ERR(root))
 		return PTR_ERR(root);
 	sb->s_root = d_make_root(root);
