@@ -14,7 +14,9 @@ Z=/sys/kernel/zoid
 ZC=/zoid/bin/zoidcall
 X=/zfs-smp-export
 M=/mnt/zfs-smp
-fail() { echo "$*"; nonzero "zoid stats" $Z/stats; nonzero "zoidfs stats" /sys/kernel/zoidfs/stats; dmesg | tail -5; exit 1; }
+# (A mount left behind would keep the modules from unloading.)
+fail() { echo "$*"; nonzero "zoid stats" $Z/stats; nonzero "zoidfs stats" /sys/kernel/zoidfs/stats; dmesg | tail -5
+         grep -q " $M " /proc/mounts && umount -f $M; exit 1; }
 cpus=$(grep -c ^processor /proc/cpuinfo)
 P=$((2 * cpus))
 # calls <name> <echoes> <nulls>: $P processes at once each make that many
@@ -50,7 +52,19 @@ if [ "$ZOID_ROLE" = cn ]; then
     for p in $pids; do wait $p || fail "cache=$cache: a process failed: $(cat /tmp/smp-zfsx-*)"; done
     sync
     lines=$(wc -l < $D/shared)
-    [ "$lines" = $((P * 50)) ] || fail "cache=$cache: $lines appended records, want $((P * 50))"
+    if [ "$lines" != $((P * 50)) ]; then
+      i=0; missing=""
+      while [ $i -lt $P ]; do
+        n=0
+        while [ $n -lt 50 ]; do
+          r=$(printf 'p%02d r%03d' $i $n)
+          grep -q "^$r " $D/shared || missing="$missing '$r'"
+          n=$((n + 1))
+        done
+        i=$((i + 1))
+      done
+      fail "cache=$cache: $lines appended records, want $((P * 50)); missing:$missing"
+    fi
     good=$(grep -c '^p[0-9][0-9] r[0-9][0-9][0-9] 0123456789abcdefghijklmnopqrstuvwxyz$' $D/shared)
     [ "$good" = "$lines" ] || fail "cache=$cache: $((lines - good)) torn records"
     dups=$(cut -d' ' -f1,2 $D/shared | sort | uniq -d | wc -l)
