@@ -22,3 +22,4 @@ pub mod treenet;
 pub mod version;
 pub mod xxh64;
 pub mod zoid;
+pub mod zoidnet;
