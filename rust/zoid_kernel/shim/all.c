@@ -6,6 +6,7 @@
 #include "cred.c"
 #include "kthread.c"
 #include "msgbuf.c"
+#include "netdev.c"
 #include "netlink.c"
 #include "ownlock.c"
 #include "procevents.c"

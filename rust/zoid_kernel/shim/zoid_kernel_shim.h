@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Prototypes of the zoid_kernel C shims; the Rust side declares the same
- * functions in rust/zoid_kernel/{kthread,netlink}.rs.
+ * functions in rust/zoid_kernel/{kthread,netlink,netdev,...}.rs.
  */
 #ifndef ZOID_KERNEL_SHIM_H
 #define ZOID_KERNEL_SHIM_H
@@ -66,6 +66,57 @@ void zk_netlink_tx_flush(struct zk_netlink *l, unsigned int *b);
 unsigned int zk_skb_napi_id(const struct sk_buff *skb);
 bool zk_busy_poll(unsigned int napi_id, struct zk_thread *t, const u32 *done,
 		  u64 until_ns);
+
+/*
+ * A string module parameter `name` (charp, mode 0444) with its default and
+ * description, and its getter `zk_param_<name>()` for
+ * rust/zoid_kernel/params.rs's `string_param!` (7.3's `module!` takes
+ * integers and bools only).  Needs <linux/moduleparam.h>.
+ */
+#define ZK_STRING_PARAM(name, value, desc)			\
+	static char *name = value;				\
+	module_param(name, charp, 0444);			\
+	MODULE_PARM_DESC(name, desc);				\
+	const char *zk_param_##name(void);			\
+	const char *zk_param_##name(void) { return name; }
+
+/* netdev.c: a network device whose packets a Rust owner moves. */
+struct zk_netdev;
+/* The largest MTU (IPv4's largest packet). */
+#define ZK_NETDEV_MAX_MTU 65535
+/* The owner's counters, for ndo_get_stats64 (netdev.rs: Stats64). */
+struct zk_netdev_stats {
+	u64 rx_packets, tx_packets, rx_bytes, tx_bytes;
+	u64 rx_dropped, tx_dropped, rx_errors, tx_errors;
+};
+/*
+ * The owner's callbacks (netdev.rs: NetDevOps), from any context (xmit's
+ * softirq, a stats reader under RCU): they must not sleep.
+ */
+struct zk_netdev_ops {
+	/* Packets wait in the transmit queue: wake whoever dequeues them. */
+	void (*kick)(void *ctx);
+	/* Fills in the device's counters. */
+	void (*stats)(void *ctx, struct zk_netdev_stats *stats);
+};
+struct zk_netdev *zk_netdev_register(const char *name, unsigned int mtu,
+				     unsigned int tx_limit,
+				     const struct zk_netdev_ops *ops, void *ctx,
+				     int *err);
+void zk_netdev_unregister(struct zk_netdev *nd);
+struct sk_buff *zk_netdev_dequeue(struct zk_netdev *nd);
+unsigned int zk_netdev_queued(const struct zk_netdev *nd);
+void zk_netdev_wake_queue(struct zk_netdev *nd);
+void zk_netdev_set_carrier(struct zk_netdev *nd, bool on);
+bool zk_netdev_running(const struct zk_netdev *nd);
+void zk_netdev_name(struct zk_netdev *nd, char *buf);
+int zk_netdev_rx(struct zk_netdev *nd, const u8 *data, unsigned int len);
+unsigned int zk_skb_len(const struct sk_buff *skb);
+int zk_skb_copy(const struct sk_buff *skb, unsigned int offset, u8 *to,
+		unsigned int len);
+int zk_skb_finish_checksum(struct sk_buff *skb);
+void zk_skb_consume(struct sk_buff *skb);
+void zk_skb_drop(struct sk_buff *skb);
 
 /* vfs.c: file operations under an exported directory. */
 struct file;
