@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Pack a guest initramfs (newc cpio) for one architecture and print its path:
-# static busybox, qemu/guest/init, the in-guest tests, and the zoid modules
-# from a build-modules.sh output folder.
+# static busybox, qemu/guest/init, the in-guest tests, zoidnet-up, and the
+# zoid modules from a build-modules.sh output folder.
 #
 #   scripts/build-initramfs.sh <arch> <modules-dir> <output.cpio>
 set -euo pipefail
@@ -15,7 +15,7 @@ outfile=${3:?output}
 busybox=$("$here/build-busybox.sh" "$arch")
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,lib/zoid,zoid/tests,zoid/run,proc,sys,dev,tmp,mnt,etc,root}
+mkdir -p "$stage"/{bin,sbin,usr/bin,usr/sbin,lib/zoid,zoid/bin,zoid/tests,zoid/run,proc,sys,dev,tmp,mnt,etc,root}
 cp "$busybox" "$stage/bin/busybox"
 ln -s busybox "$stage/bin/sh"
 cp "$repo/qemu/guest/init" "$stage/init"
@@ -25,6 +25,8 @@ cp "$repo/qemu/guest/tests/run" "$repo/qemu/guest/tests/treenet-up" "$repo/qemu/
   "$repo/qemu/guest/tests/flood-long.sh" \
   "$repo/qemu/guest/tests/reload-loops.sh" \
   "$repo"/qemu/guest/tests/[0-9]*.sh "$stage/zoid/tests/"
+# Shell tools that need no build (compiled ones come with qemu/pset --add).
+cp "$repo/tools/zoidnet/zoidnet-up" "$stage/zoid/bin/"
 : > "$stage/lib/zoid/load-order"
 while read -r name dir flags; do
   cp "$mods/$dir/$name.ko" "$stage/lib/zoid/"

@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 
-MODULES = ["drivers/treenet/treenet.ko", "drivers/zoid/zoid.ko",
+MODULES = ["drivers/treenet/treenet.ko", "drivers/zoidnet/zoidnet.ko", "drivers/zoid/zoid.ko",
            "fs/zoidfs/zoidfs.ko", "ssi/ssi.ko"]
 DEFAULT_LIMIT = 1024
 # (pattern on the mangled name, largest frame allowed, why).
