@@ -11,7 +11,11 @@
 //!   ask the state machine, send what it says, sleep until the access is
 //!   granted, run the caller's function on the contents, release.
 //! * Messages from other nodes are queued by treenet's callback and
-//!   handled by the `ssi_rx` thread, which may sleep to send.
+//!   handled by the `ssi_rx` thread.
+//! * Every message goes out through [`Containers::send`] (`backlog.rs`),
+//!   which never waits for a node's treenet queue: what finds it full
+//!   waits in the backlog, which `ssi_rx` sends, each node's messages in
+//!   order, as room comes.
 //! * A request for an object this node does not know makes it create an
 //!   entry, charged to the neighbour that sent the request
 //!   (`zoid_proto::ssi::budget`): past `max_objects_per_node` objects for
@@ -42,6 +46,7 @@ use kernel::time::{msecs_to_jiffies, Jiffies};
 // Not core's u64 formatting: it needs soft-float helpers on 32-bit kernels.
 use crate::zoid_kernel::time::{ms_to_jiffies, now_ns, ns_to_ms, random_u64, U64};
 
+use crate::backlog::{Backlog, Outgoing, FLUSH_MS, MAX_BACKLOG_PER_NODE};
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::stats::counters;
@@ -266,11 +271,13 @@ counters! {
         writes: "Local write accesses asked for.",
         granted_locally: "Accesses granted without waiting for another node.",
         granted_remotely: "Accesses granted by a message from another node.",
-        msgs_sent: "Coherence messages sent.",
+        msgs_sent: "Messages handed to treenet (coherence and membership).",
         msgs_received: "Coherence messages received.",
         invalidations: "Invalidations received.",
         first_touches: "Objects created here (zero-filled) at first touch.",
-        send_failed: "Messages treenet refused (or that could not be built or queued to send).",
+        send_failed: "Messages treenet refused (or that could not be built, or kept in the backlog, for lack of memory).",
+        sends_deferred: "Messages that found their node's treenet queue full, or messages to it waiting already, and waited in the backlog for ssi_rx to send them.",
+        backlog_dropped: "Messages dropped from the backlog: their node's messages there passed max_backlog_per_node (it took nothing for long), or it went down.",
         malformed: "Received messages with a bad header or contents length.",
         forged: "Received coherence messages (not requests) that named another node than their sender: dropped.",
         unexpected: "Received messages the protocol never sends in that state or from that sender (a forged InvAck, Invalidate, Copy or Ownership): dropped.",
@@ -360,6 +367,13 @@ pub(crate) struct Containers {
     /// Processes that exited with faults lingering (`process_events`).
     #[pin]
     exited: SpinLock<Exited>,
+    /// Messages waiting for room in their node's treenet queue
+    /// (`backlog.rs`; a leaf lock).
+    #[pin]
+    pub(crate) backlog: Mutex<Backlog>,
+    /// How many bytes of messages wait for one node at most
+    /// (`max_backlog_per_node`).
+    pub(crate) max_backlog_per_node: Atomic<u32>,
     pub(crate) rx_kicker: Kicker,
     /// Heartbeats, the coordinator and its knobs (`membership.rs`).
     #[pin]
@@ -401,6 +415,8 @@ impl Containers {
                 },
                 "ssi::exited"
             ),
+            backlog <- new_mutex!(Backlog::default(), "ssi::backlog"),
+            max_backlog_per_node: Atomic::new(MAX_BACKLOG_PER_NODE),
             rx_kicker,
             membership <- membership,
             sets <- new_mutex!(RBTree::new(), "ssi::sets"),
@@ -410,9 +426,11 @@ impl Containers {
     }
 
     /// treenet's news that `node` went up or down: waiters look again
-    /// whether the node they asked is still there.
+    /// whether the node they asked is still there.  What waited to be
+    /// sent to a node that went down is dropped.
     pub(crate) fn peer_event(&self, node: u16, up: bool) {
         if !up {
+            self.drop_backlog(node);
             self.member_down(node);
         }
         self.changed.notify_all();
@@ -564,12 +582,11 @@ impl Containers {
         }
     }
 
+    /// Sends every message of `out` ([`Containers::send`]: without
+    /// waiting; one refused is counted).  Call it without the table.
     pub(crate) fn send_all(&self, out: Outbox) {
         for (to, bytes) in out {
-            match treenet::send(CHANNEL, to, &bytes, true) {
-                Ok(()) => self.counters.msgs_sent.fetch_add(1, Relaxed),
-                Err(_) => self.counters.send_failed.fetch_add(1, Relaxed),
-            };
+            self.send(to, Outgoing::Built(bytes));
         }
     }
 
@@ -645,10 +662,7 @@ impl Containers {
             },
             contents_len: 0,
         };
-        match treenet::send(CHANNEL, to, &refusal.encode(), true) {
-            Ok(()) => self.counters.msgs_sent.fetch_add(1, Relaxed),
-            Err(_) => self.counters.send_failed.fetch_add(1, Relaxed),
-        };
+        self.send(to, Outgoing::Borrowed(&refusal.encode()));
     }
 
     /// Runs `f` on the contents of object (`set`, `object`) with `access`:
@@ -1221,6 +1235,9 @@ impl ThreadBody for Containers {
 
     fn run(&self, ctx: &ThreadCtx<'_>) {
         while !ctx.should_stop() {
+            // Messages that waited for room go first; while some still
+            // wait, look again every few ms.
+            let backlogged = self.flush_backlog();
             let next_linger = self.end_due_lingers();
             let recording = self.try_record();
             let batch = core::mem::take(&mut *self.inbox.lock());
@@ -1230,6 +1247,9 @@ impl ThreadBody for Containers {
                 if recording {
                     // Frozen, waiting for local accesses to end.
                     wait = wait.min(ms_to_jiffies(5));
+                }
+                if backlogged {
+                    wait = wait.min(ms_to_jiffies(FLUSH_MS));
                 }
                 ctx.wait(wait);
                 continue;

@@ -35,7 +35,8 @@ use kernel::rbtree::RBTree;
 use kernel::sync::atomic::{Atomic, Relaxed};
 use kernel::sync::{new_mutex, Arc, Mutex};
 
-use crate::container::{Containers, Outbox, Pending, Table, ACTION_ROOM, CHANNEL};
+use crate::backlog::Outgoing;
+use crate::container::{Containers, Outbox, Pending, Table, ACTION_ROOM};
 use crate::treenet;
 use crate::zoid_kernel::kthread::{Kicker, ThreadBody, ThreadCtx};
 use crate::zoid_kernel::sysfs::{ChangeNotifier, SysfsWriter};
@@ -407,10 +408,7 @@ impl Containers {
     }
 
     fn send_all_one(&self, to: u16, bytes: KVec<u8>) {
-        let mut out = KVec::new();
-        if out.push((to, bytes), GFP_KERNEL).is_ok() {
-            self.send_all(out);
-        }
+        self.send(to, Outgoing::Built(bytes));
     }
 
     /// What this node holds of every object it knows, counting the kept
@@ -860,9 +858,15 @@ impl ThreadBody for Membership {
                 (Ok(me), Ok(ion)) if me == ion => self.coordinate(ctx, me),
                 (Ok(_), Ok(ion)) => {
                     self.send_owned_list(ion);
-                    if let Ok(hb) = header(Kind::Heartbeat, 0, 0) {
-                        if treenet::send(CHANNEL, ion, &hb, true).is_ok() {
-                            self.containers.counters.heartbeats.fetch_add(1, Relaxed);
+                    let c = &self.containers;
+                    match header(Kind::Heartbeat, 0, 0) {
+                        Ok(hb) => {
+                            if c.send(ion, Outgoing::Built(hb)) {
+                                c.counters.heartbeats.fetch_add(1, Relaxed);
+                            }
+                        }
+                        Err(_) => {
+                            c.counters.send_failed.fetch_add(1, Relaxed);
                         }
                     }
                 }
@@ -884,7 +888,7 @@ impl Membership {
         match c.owned_list() {
             None => {}
             Some(Ok(list)) => {
-                if treenet::send(CHANNEL, ion, &list, true).is_ok() {
+                if c.send(ion, Outgoing::Built(list)) {
                     c.table.lock().rebuild.owed_list = false;
                 }
             }
@@ -901,7 +905,10 @@ impl Membership {
         let c = &self.containers;
         let m = &c.membership;
         m.coord.lock().owned = None;
-        treenet::send(CHANNEL, node, &header(Kind::Leave, 0, 0)?, true)?;
+        if !c.send(node, Outgoing::Built(header(Kind::Leave, 0, 0)?)) {
+            // Refused by treenet (counted): the node is unreachable.
+            return Err(EHOSTUNREACH);
+        }
         let deadline = deadline_after_ms(2 * REPORT_TIMEOUT_MS);
         let list = loop {
             if let Some((n, b)) = m.coord.lock().owned.take() {
@@ -1022,9 +1029,7 @@ impl Membership {
                 freeze.extend_from_slice(&control::encode_node(u32::from(n)), GFP_KERNEL)?;
             }
             for &n in survivors.iter().filter(|&&n| n != me) {
-                if treenet::send(CHANNEL, n, &freeze, true).is_err() {
-                    c.counters.send_failed.fetch_add(1, Relaxed);
-                }
+                c.send(n, Outgoing::Borrowed(&freeze));
             }
             let mut local = KVec::new();
             local.extend_from_slice(&survivors, GFP_KERNEL)?;
@@ -1137,9 +1142,7 @@ impl Membership {
         let mut resume = header(Kind::Resume, epoch, count)?;
         resume.extend_from_slice(&entries, GFP_KERNEL)?;
         for &n in survivors.iter().filter(|&&n| n != me) {
-            if treenet::send(CHANNEL, n, &resume, true).is_err() {
-                c.counters.send_failed.fetch_add(1, Relaxed);
-            }
+            c.send(n, Outgoing::Borrowed(&resume));
         }
         c.on_resume(epoch, &entries);
         pr_info!(

@@ -46,6 +46,11 @@
 //!   fails with `EAGAIN` (`refused_budget` here, `refused_answers` there).
 //!   Local accesses are not charged.  `objects_per_node`: `NODE OBJECTS`
 //!   per neighbour charged (counts only grow: entries are never removed).
+//! * `max_backlog_per_node`: how many bytes of messages wait at most for
+//!   one node whose treenet queue is full (8 MiB by default, 64 KiB to
+//!   1 GiB; `backlog.rs`); past it what waits for that node is dropped
+//!   (`backlog_dropped`).  `backlog`: `NODE MESSAGES BYTES` per node
+//!   messages wait for.
 //!
 //! * `sets` (on the ION): write `define ID NAME SIZE memory` or `define ID
 //!   NAME SIZE file /PATH` to define a set before its first use: object
@@ -65,6 +70,7 @@ use kernel::miscdevice::{MiscDeviceOptions, MiscDeviceRegistration};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
+mod backlog;
 mod container;
 mod devssi;
 mod linker;
@@ -79,6 +85,7 @@ mod zoid_kernel;
 #[path = "../rust/zoid_proto/src/lib.rs"]
 mod zoid_proto;
 
+use backlog::{MAX_BACKLOG_PER_NODE_LIMIT, MIN_BACKLOG_PER_NODE};
 use container::{Containers, CHANNEL, MAX_OBJECTS_PER_NODE_LIMIT};
 use zoid_kernel::coherence::Provision;
 use zoid_kernel::hooks::{Hook, HookHandler, Hooks};
@@ -433,6 +440,18 @@ fn store_max_objects_per_node(s: &SsiState, input: &[u8]) -> Result {
     Ok(())
 }
 
+/// `max_backlog_per_node`: bytes of messages waiting for one node (64 KiB
+/// to 1 GiB).
+fn store_max_backlog_per_node(s: &SsiState, input: &[u8]) -> Result {
+    let v = parse_u64(input)?;
+    let v = u32::try_from(v).map_err(|_| EINVAL)?;
+    if !(MIN_BACKLOG_PER_NODE..=MAX_BACKLOG_PER_NODE_LIMIT).contains(&v) {
+        return Err(EINVAL);
+    }
+    s.containers.max_backlog_per_node.store(v, Relaxed);
+    Ok(())
+}
+
 /// A knob of milliseconds (at least 10).
 fn store_ms(knob: &Atomic<u32>, input: &[u8]) -> Result {
     let v = parse_u64(input)?;
@@ -460,7 +479,7 @@ fn store_nodes(input: &[u8], each: impl Fn(u16) -> Result) -> Result {
     }
 }
 
-static ATTRS: [Attribute<SsiState>; 20] = [
+static ATTRS: [Attribute<SsiState>; 22] = [
     Attribute::ro(c"version", zoid_kernel::suite::show_version),
     Attribute::rw(c"add", |s, w| s.last_add.show(w), store_add),
     Attribute::rw(c"read", |s, w| s.last_read.show(w), store_read),
@@ -536,6 +555,12 @@ static ATTRS: [Attribute<SsiState>; 20] = [
     Attribute::ro(c"objects_per_node", |s, w| {
         s.containers.show_objects_per_node(w)
     }),
+    Attribute::rw(
+        c"max_backlog_per_node",
+        |s, w| writeln!(w, "{}", s.containers.max_backlog_per_node.load(Relaxed)),
+        store_max_backlog_per_node,
+    ),
+    Attribute::ro(c"backlog", |s, w| s.containers.show_backlog(w)),
 ];
 
 /// The nice value of ssi's threads (`ssi_rx`, which takes in every
