@@ -33,6 +33,8 @@
 //! carries the contents as they were when the state machine spoke, and
 //! sends them after unlocking.
 
+use core::fmt;
+
 use kernel::bindings;
 use kernel::prelude::*;
 use kernel::rbtree::RBTree;
@@ -374,6 +376,9 @@ pub(crate) struct Containers {
     /// How many bytes of messages wait for one node at most
     /// (`max_backlog_per_node`).
     pub(crate) max_backlog_per_node: Atomic<u32>,
+    /// When an unexpected message was last logged (ms, wrapping; 0:
+    /// never).
+    unexpected_logged_ms: Atomic<u32>,
     pub(crate) rx_kicker: Kicker,
     /// Heartbeats, the coordinator and its knobs (`membership.rs`).
     #[pin]
@@ -417,6 +422,7 @@ impl Containers {
             ),
             backlog <- new_mutex!(Backlog::default(), "ssi::backlog"),
             max_backlog_per_node: Atomic::new(MAX_BACKLOG_PER_NODE),
+            unexpected_logged_ms: Atomic::new(0),
             rx_kicker,
             membership <- membership,
             sets <- new_mutex!(RBTree::new(), "ssi::sets"),
@@ -582,6 +588,20 @@ impl Containers {
         }
     }
 
+    /// Counts a message the protocol never sends in that state or from
+    /// that sender (`unexpected`), dropped, and says which in the log at
+    /// most once a second.
+    pub(crate) fn unexpected(&self, src: u16, what: fmt::Arguments<'_>) {
+        self.counters.unexpected.fetch_add(1, Relaxed);
+        // (Truncated to 32 bits: only differences of a second matter.)
+        let now = (ns_to_ms(now_ns()) as u32).max(1);
+        let last = self.unexpected_logged_ms.load(Relaxed);
+        if last == 0 || now.wrapping_sub(last) >= 1000 {
+            self.unexpected_logged_ms.store(now, Relaxed);
+            pr_notice!("ssi: unexpected {what} from node {src}: dropped (counted in unexpected)\n");
+        }
+    }
+
     /// Sends every message of `out` ([`Containers::send`]: without
     /// waiting; one refused is counted).  Call it without the table.
     pub(crate) fn send_all(&self, out: Outbox) {
@@ -648,7 +668,7 @@ impl Containers {
         if to == me {
             // A request in this node's name: not its own (it would know
             // the object).
-            self.counters.unexpected.fetch_add(1, Relaxed);
+            self.unexpected(to, format_args!("{:?} in this node's name", h.msg.kind));
             return;
         }
         let refusal = Header {
@@ -1047,12 +1067,23 @@ impl Containers {
             if !h.msg.kind.is_request() {
                 // Nothing else concerns an object this node does not
                 // know (a new one waits for nothing): no entry for it.
-                self.counters.unexpected.fetch_add(1, Relaxed);
+                self.unexpected(
+                    src,
+                    format_args!(
+                        "{:?} for unknown object {} {}",
+                        h.msg.kind,
+                        h.set,
+                        U64(h.object)
+                    ),
+                );
                 return None;
             }
             let Ok(entry) = Self::new_entry() else {
                 // treenet delivered it, so it is up: not from our pset.
-                self.counters.unexpected.fetch_add(1, Relaxed);
+                self.unexpected(
+                    src,
+                    format_args!("{:?} outside this node's pset", h.msg.kind),
+                );
                 return None;
             };
             // Charged to the neighbour that sent it (whose link makes
@@ -1097,8 +1128,16 @@ impl Containers {
                 self.counters.bad_token.fetch_add(1, Relaxed);
                 return None;
             }
-            Err(_) => {
-                self.counters.unexpected.fetch_add(1, Relaxed);
+            Err(e) => {
+                self.unexpected(
+                    src,
+                    format_args!(
+                        "{:?} for object {} {} ({e:?})",
+                        h.msg.kind,
+                        h.set,
+                        U64(h.object)
+                    ),
+                );
                 return None;
             }
         }

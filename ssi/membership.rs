@@ -284,8 +284,8 @@ impl Containers {
                     }
                 }
             }
-            _ => {
-                self.counters.unexpected.fetch_add(1, Relaxed);
+            kind => {
+                self.unexpected(src, format_args!("{kind:?} (epoch {})", h.epoch));
             }
         }
     }
@@ -428,7 +428,9 @@ impl Containers {
         let m = &self.membership;
         let mut c = m.coord.lock();
         if epoch != c.epoch {
-            self.counters.unexpected.fetch_add(1, Relaxed);
+            let now = c.epoch;
+            drop(c);
+            self.unexpected(src, format_args!("Report of epoch {epoch} (now {now})"));
             return;
         }
         c.reports.retain(|(n, _)| *n != src);
@@ -447,7 +449,12 @@ impl Containers {
         };
         let mut t = self.table.lock();
         if t.rebuild.epoch != Some(epoch) || !t.rebuild.reported {
-            self.counters.unexpected.fetch_add(1, Relaxed);
+            let (now, reported) = (t.rebuild.epoch, t.rebuild.reported);
+            drop(t);
+            self.unexpected(
+                home,
+                format_args!("Resume of epoch {epoch} (rebuilding {now:?}, reported {reported})"),
+            );
             return;
         }
         let mut kept = core::mem::take(&mut t.rebuild.kept);
@@ -499,8 +506,11 @@ impl Containers {
                 random_u64(),
                 &mut self.action_sink(&mut actions),
             );
-            if r.is_err() {
-                self.counters.unexpected.fetch_add(1, Relaxed);
+            if let Err(e) = r {
+                self.unexpected(
+                    home,
+                    format_args!("reset of object {set} {} ({e:?})", U64(object)),
+                );
                 continue;
             }
             if outcome == Outcome::Lost && !e.lost {
