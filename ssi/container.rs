@@ -297,6 +297,7 @@ counters! {
         lost_accesses: "Accesses refused (EIO) because the object is lost.",
         kept: "Coherence messages kept, unhandled, during a rebuild.",
         from_excluded: "Coherence messages dropped: their sender is not a member.",
+        readmits_deferred: "Heartbeats of a dead node not let in again yet: it did not report in the last rebuild that let it in (out for 15 s, doubled each time in a row, up to 16 min).",
         not_member: "Coherence messages dropped: their sender, or the node a request asks for, is outside the object's set (sets limited by members).",
         not_member_accesses: "Local accesses refused (EACCES): this node is outside the set.",
         heartbeats: "Heartbeats sent (CN) or received (ION).",

@@ -100,6 +100,21 @@ impl Participant {
         member && survivor
     }
 
+    /// The survivors of rebuild `epoch` other than `me` whose marks did
+    /// not come (this node reports only once every one did).
+    fn unmarked(&self, epoch: u32, me: u16) -> Result<KVec<u16>> {
+        let mut v = KVec::new();
+        if self.epoch != Some(epoch) {
+            return Ok(v);
+        }
+        for &n in self.survivors.iter() {
+            if n != me && !self.marks.contains(&(epoch, n)) {
+                v.push(n, GFP_KERNEL)?;
+            }
+        }
+        Ok(v)
+    }
+
     /// Keeps a coherence message that arrived after recording.
     pub(crate) fn keep(&mut self, p: Pending) -> Result {
         self.kept.push(p, GFP_KERNEL)?;
@@ -126,6 +141,20 @@ struct Member {
     alive: bool,
     /// Removed by command: not heard again until `add_nodes`.
     left: bool,
+    /// Rebuilds in a row it was let in and did not report in.
+    unreported: u32,
+    /// Not let in again before this (after it did not report).
+    readmit_ns: u64,
+}
+
+/// How long a node that did not report in a rebuild stays out, heard or
+/// not: `REPORT_TIMEOUT_MS` doubled for each rebuild in a row it did not
+/// report in, up to 64 times.  A node that says hello but takes nothing
+/// (its kernel acknowledges nothing) would otherwise be let in again at
+/// its next heartbeat and freeze every node for `REPORT_TIMEOUT_MS` each
+/// time.
+fn readmit_after_ns(unreported: u32) -> u64 {
+    (REPORT_TIMEOUT_MS * 1_000_000) << unreported.clamp(1, 7).saturating_sub(1)
 }
 
 /// The coordinator's state (on the ION).
@@ -644,6 +673,11 @@ impl Containers {
                 return;
             }
             m.last_heard_ns = now;
+            if !m.alive && now < m.readmit_ns {
+                // It did not report last time: not yet.
+                self.counters.readmits_deferred.fetch_add(1, Relaxed);
+                return;
+            }
             if !m.alive {
                 // Back (ssi reloaded there, or a false suspicion): joins
                 // through a rebuild that forgets what it held.  Noted
@@ -663,6 +697,8 @@ impl Containers {
                 last_heard_ns: now,
                 alive: true,
                 left: false,
+                unreported: 0,
+                readmit_ns: 0,
             };
             if co.members.push(member, GFP_KERNEL).is_err() {
                 // Refused (counted): the next heartbeat tries again.
@@ -1065,22 +1101,51 @@ impl Membership {
             if ctx.should_stop() {
                 return Err(EINTR);
             }
-            if missing.contains(&me) {
-                // Our own report cannot be missing unless accesses stay
-                // held: try again.
-                continue;
+            // The survivors that did not report are dead.  This node
+            // reports once every other survivor's mark came: when its own
+            // report is missing, those whose marks never came are silent
+            // too (a node that says hello but takes nothing never saw the
+            // Freeze, and would hold every rebuild that waits for it).
+            let own_missing = missing.contains(&me);
+            let mut silent = KVec::new();
+            for &n in missing.iter().filter(|&&n| n != me) {
+                silent.push(n, GFP_KERNEL)?;
             }
-            if !missing.is_empty() {
+            if own_missing {
+                for n in c.table.lock().rebuild.unmarked(epoch, me)? {
+                    if !silent.contains(&n) {
+                        silent.push(n, GFP_KERNEL)?;
+                    }
+                }
+            }
+            if !silent.is_empty() {
+                let now = now_ns();
                 let mut co = m.coord.lock();
                 for mem in co.members.iter_mut() {
-                    if missing.contains(&mem.node) {
+                    if silent.contains(&mem.node) {
                         mem.alive = false;
-                        pr_info!("node {} did not report: dead\n", mem.node);
+                        mem.unreported = mem.unreported.saturating_add(1);
+                        let out = readmit_after_ns(mem.unreported);
+                        mem.readmit_ns = now.saturating_add(out);
+                        pr_info!(
+                            "node {} did not report: dead, out for {} ms\n",
+                            mem.node,
+                            u32::try_from(ns_to_ms(out)).unwrap_or(u32::MAX)
+                        );
                     }
                 }
                 drop(co);
-                survivors.retain(|n| !missing.contains(n));
+                survivors.retain(|n| !silent.contains(n));
                 continue;
+            }
+            if own_missing {
+                // Every mark came: accesses stay held here.  Try again.
+                continue;
+            }
+            for mem in m.coord.lock().members.iter_mut() {
+                if survivors.contains(&mem.node) {
+                    mem.unreported = 0;
+                }
             }
             return self.decide_and_resume(me, epoch, &survivors);
         }
