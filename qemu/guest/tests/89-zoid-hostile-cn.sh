@@ -167,9 +167,9 @@ if [ "${ZOID_CNS:-1}" -ge 2 ]; then
   barrier 1108
 fi
 if [ "$ZOID_ROLE" = ion ]; then
-  # ssi still sends blocking (docs/reliability.md): its failure detector,
-  # which would declare CN 1 dead while its heartbeats wait behind the
-  # flood and then send it a rebuild's messages, waits out the window.
+  # ssi's failure detector, which would declare CN 1 dead while its
+  # heartbeats wait behind its own flood (and rebuild without it), waits
+  # out the window: this test measures zoid.
   HB=/sys/kernel/ssi/heartbeat_timeout_ms
   hb0=
   if [ -w $HB ]; then hb0=$(cat $HB); echo 600000 > $HB; fi
