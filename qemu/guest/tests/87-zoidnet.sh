@@ -106,6 +106,8 @@ if [ "$ZOID_ROLE" = cn ]; then
   [ "$(zstat tx_packets)" -ge 3 ] && [ "$(zstat rx_packets)" -ge 3 ] || fail "pings not counted"
   [ "$(cat /sys/class/net/$DEV/statistics/tx_packets)" = "$(zstat tx_packets)" ] ||
     fail "the device's tx_packets is not zoidnet's: $(cat /sys/class/net/$DEV/statistics/tx_packets)"
+  # zoid-stat shows them in its IP forwarding category.
+  /zoid/bin/zoid-stat | grep -q "^ipfwd tx_packets [1-9]" || fail "zoid-stat shows no ipfwd tx_packets"
 fi
 barrier 1181
 
