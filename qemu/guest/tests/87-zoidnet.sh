@@ -62,6 +62,9 @@ insmod /lib/zoid/zoidnet.ko || fail "insmod zoidnet.ko"
 if [ "$ZOID_ROLE" = ion ]; then
   [ -z "$(cat $Z/gateway)" ] && [ -z "$(cat $Z/gateway6)" ] || fail "the ION has a gateway: $(cat $Z/gateway)"
 else
+  # (A CN that just booted may not know its ION yet.)
+  has_gateway() { [ -n "$(cat $Z/gateway)" ]; }
+  wait_until 60 has_gateway || fail "no gateway: the ION never came up"
   [ "$(cat $Z/gateway)" = "$(addr4 0)" ] || fail "gateway: $(cat $Z/gateway), want $(addr4 0)"
   [ "$(cat $Z/gateway6)" = "$(addr6 0)" ] || fail "gateway6: $(cat $Z/gateway6)"
 fi
