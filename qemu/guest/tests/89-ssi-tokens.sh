@@ -9,6 +9,7 @@
 # * a Copy in the ION's name: refused before anything (forged);
 # Once CN 2 listens again, it answers the forwarded request and CN 1
 # reads 7, the object's value, never the forged contents.
+# (Named to run after the ssi tests that check bad_token stays 0.)
 . /zoid/tests/treenet-lib.sh
 [ "${ZOID_CNS:-1}" -ge 2 ] || exit 0
 S=/sys/kernel/ssi
