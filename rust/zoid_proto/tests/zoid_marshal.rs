@@ -1469,7 +1469,7 @@ fn header_errors() {
     let mut x = b;
     x[0] = 2;
     assert_eq!(CallHeader::decode(&x), Err(WireError::BadVersion(2)));
-    for k in [0, 14, 0xff] {
+    for k in [0, 21, 0xff] {
         x = b;
         x[1] = k;
         assert_eq!(CallHeader::decode(&x), Err(WireError::BadKind(k)));

@@ -10,6 +10,7 @@
 //!   the ION's dispatcher and the CN's client stubs;
 //! * [`plugins`]: the interfaces (`ztest`, `unix`, `job`);
 //! * [`f2cn`]: file broadcast from the ION to its CNs;
+//! * [`jobs`]: jobs the ION launches on its CNs, and their streams;
 //! * [`idmap`]: uid/gid mapping between CNs and the ION;
 //! * [`sched`]: the ION's call scheduler (priority classes, per-CN limits);
 //! * [`ledger`]: the ION's record of each CN's calls running and answered,
@@ -25,6 +26,7 @@ pub mod errno;
 pub mod marshal;
 pub mod f2cn;
 pub mod idmap;
+pub mod jobs;
 pub mod ledger;
 #[macro_use]
 pub mod plugin;

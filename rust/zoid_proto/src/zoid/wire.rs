@@ -37,6 +37,7 @@
 //! | `FileBegin`, `FileData`, `FileCommit`, `FileAbort` | ION -> CNs | file broadcast ([`super::f2cn`]; `tag`: transfer id) |
 //! | `FileAck`     | CN -> ION | [`super::f2cn::Ack`] (`errno`: result) |
 //! | `Upcall`      | ION -> CN | the plug-in's body for `function` (zoidfs: [`super::plugins::zoidfs::Recall`]) |
+//! | `JobLaunch`, `JobOutput`, `JobInput`, `JobInputEnd`, `JobCredit`, `JobSignal`, `JobExit` | both | launched jobs and their streams ([`super::jobs`]; `tag`: job id, `pid`: rank, `function`: stream) |
 //!
 //! `tag` is chosen by the CN and echoed in the reply; `plugin` and
 //! `function` are echoed too.  `pid`, `uid`, `gid` (and the groups) are the
@@ -94,6 +95,20 @@ pub enum MsgKind {
     /// A plug-in's message from the ION to its CN side (`plugin`,
     /// `function`: what it is; zoidfs's recalls).  Nobody answers it.
     Upcall = 13,
+    /// A job's ranks to start on a CN ([`super::jobs::Launch`]).
+    JobLaunch = 14,
+    /// A rank's standard output or error ([`super::jobs`]).
+    JobOutput = 15,
+    /// A rank's standard input; empty: its end.
+    JobInput = 16,
+    /// A stream's reader consumed bytes: the writer may send as many more.
+    JobCredit = 17,
+    /// A signal for a job's ranks on a CN.
+    JobSignal = 18,
+    /// A rank ended (wait status), or did not start (`errno`).
+    JobExit = 19,
+    /// A rank's standard input ends (after how many `JobInput`).
+    JobInputEnd = 20,
 }
 
 impl MsgKind {
@@ -113,6 +128,13 @@ impl MsgKind {
             11 => Self::FileAbort,
             12 => Self::FileAck,
             13 => Self::Upcall,
+            14 => Self::JobLaunch,
+            15 => Self::JobOutput,
+            16 => Self::JobInput,
+            17 => Self::JobCredit,
+            18 => Self::JobSignal,
+            19 => Self::JobExit,
+            20 => Self::JobInputEnd,
             _ => return None,
         })
     }

@@ -13,6 +13,7 @@
 use std::cell::{Cell, RefCell};
 use zoid_proto::zoid::errno;
 use zoid_proto::zoid::f2cn;
+use zoid_proto::zoid::jobs;
 use zoid_proto::zoid::marshal::{Decoder, Encoder, MarshalError, Wire};
 use zoid_proto::zoid::plugin::{
     decode_reply_args, encode_args, measure_args, out_len, CallError, CallResult, DispatchError,
@@ -1152,6 +1153,32 @@ fn message(stats: &mut ZoidStats, msg: &[u8], reply_size: usize) {
             if d.get::<f2cn::Ack>().is_ok() {
                 stats.f2cn_ok += 1;
             }
+        }
+        MsgKind::JobLaunch => {
+            // A CN decodes a launch into scratch as long as the body.
+            let mut scratch = vec![0u8; args.len()];
+            if let Ok(l) = jobs::Launch::decode(args, &mut scratch) {
+                let mut buf = vec![0u8; l.encoded_len()];
+                l.encode(&mut Encoder::new(&mut buf)).unwrap();
+                assert_eq!(buf[..], args[..], "a launch re-encodes as it came");
+            }
+        }
+        MsgKind::JobExit => {
+            if let Ok(r) = jobs::ExitReport::decode(h.errno, args) {
+                assert_eq!(r.encode()[..], args[..]);
+                assert_eq!(r.errno(), h.errno);
+            }
+        }
+        MsgKind::JobOutput
+        | MsgKind::JobInput
+        | MsgKind::JobInputEnd
+        | MsgKind::JobCredit
+        | MsgKind::JobSignal => {
+            // Bytes, or one word: a window takes any length without
+            // panicking and never holds more than it allows.
+            let mut w = jobs::RecvWindow::new(jobs::MIN_WINDOW);
+            while w.accept(args.len() as u32).is_ok() {}
+            assert!(w.held() <= jobs::MIN_WINDOW);
         }
         MsgKind::Upcall => {
             // zoidfs's recall, as a CN decodes it.
