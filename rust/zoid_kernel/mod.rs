@@ -21,6 +21,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod abort;
+pub(crate) mod anonfile;
 pub(crate) mod coherence;
 pub(crate) mod cred;
 pub(crate) mod fifo;
@@ -32,6 +33,7 @@ pub(crate) mod netlink;
 pub(crate) mod ownlock;
 pub(crate) mod params;
 pub(crate) mod procevents;
+pub(crate) mod spawn;
 pub(crate) mod stats;
 pub(crate) mod suite;
 pub(crate) mod sysfs;

@@ -46,7 +46,7 @@ impl StrList {
     }
 
     /// The pointer array (NULL-terminated) into `self`'s strings.
-    fn pointers(&mut self) -> Result<KVec<*mut c_char>> {
+    pub(crate) fn pointers(&mut self) -> Result<KVec<*mut c_char>> {
         let mut v = KVec::with_capacity(self.ends.len() + 1, GFP_KERNEL)?;
         let base = self.bytes.as_mut_ptr();
         let mut start = 0;

@@ -13,6 +13,33 @@ struct zk_thread;
 struct zk_netlink;
 struct zk_ownlock;
 struct lock_class_key;
+struct file;
+struct workqueue_struct;
+struct zk_spawn;
+
+/* A Rust object's file operations (rust/zoid_kernel/anonfile.rs). */
+struct zk_anon_ops {
+	ssize_t (*read)(void *ctx, char __user *buf, size_t len, bool nonblock);
+	ssize_t (*write)(void *ctx, const char __user *buf, size_t len, bool nonblock);
+	long (*ioctl)(void *ctx, unsigned int cmd, unsigned long arg);
+	void (*release)(void *ctx);
+};
+struct file *zk_anon_file(const char *name, const struct zk_anon_ops *ops, void *ctx,
+			  int flags);
+int zk_file_install(struct file *f, bool cloexec);
+int zk_fd_reserve(void);
+void zk_fd_install(int fd, struct file *f);
+void zk_fd_unreserve(int fd);
+void zk_anon_put(struct file *f);
+
+struct workqueue_struct *zk_spawn_wq_new(const char *name);
+void zk_spawn_wq_destroy(struct workqueue_struct *wq);
+struct zk_spawn *zk_spawn_new(struct file *stdio0, struct file *stdio1,
+			      struct file *stdio2);
+void zk_spawn_put(struct zk_spawn *s);
+void zk_spawn_start(struct workqueue_struct *wq, struct zk_spawn *s, char **argv,
+		    char **envp, void (*done)(void *ctx, int status), void *ctx);
+int zk_spawn_signal(struct zk_spawn *s, int sig);
 
 bool zk_current_is_admin(void);
 s32 zk_current_tgid(void);
