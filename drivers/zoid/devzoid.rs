@@ -15,10 +15,11 @@
 
 use crate::client::{Args, Client};
 use crate::f2cn::{self, F2cn};
+use crate::job_launch::{Launcher, IOC_JOB_KILL_LEN, IOC_JOB_RUN_LEN};
 use crate::zoid_kernel::cred::{current_is_admin, Creds};
 use crate::zoid_kernel::vfs;
 use kernel::fs::File;
-use kernel::ioctl::_IOWR;
+use kernel::ioctl::{_IOW, _IOWR};
 use kernel::miscdevice::{MiscDevice, MiscDeviceRegistration};
 use kernel::prelude::*;
 use kernel::sync::atomic::{Atomic, Relaxed};
@@ -35,6 +36,10 @@ pub(crate) const ZOID_IOC_INFO: u32 = _IOWR::<[u8; IOC_INFO_LEN]>(b'Z' as u32, 2
 pub(crate) const IOC_INFO_LEN: usize = 24;
 /// `_IOWR('Z', 3, struct zoid_ioc_f2cn)`: file broadcast (ION).
 pub(crate) const ZOID_IOC_F2CN: u32 = _IOWR::<[u8; IOC_F2CN_LEN]>(b'Z' as u32, 3);
+/// `ZOID_IOC_JOB_RUN`: launches a job on CNs (an ION's `zoid-job run`).
+pub(crate) const ZOID_IOC_JOB_RUN: u32 = _IOWR::<[u8; IOC_JOB_RUN_LEN]>(b'Z' as u32, 4);
+/// `ZOID_IOC_JOB_KILL`: signals a launched job.
+pub(crate) const ZOID_IOC_JOB_KILL: u32 = _IOW::<[u8; IOC_JOB_KILL_LEN]>(b'Z' as u32, 5);
 /// Bytes of `struct zoid_ioc_f2cn`.
 pub(crate) const IOC_F2CN_LEN: usize = 48;
 /// `zoid_ioc_f2cn.mode` meaning "the source's permission bits".
@@ -170,7 +175,7 @@ impl IocF2cn {
 }
 
 /// What `/dev/zoid` serves: the client and f2cn.
-type Published = (Arc<Client>, Arc<F2cn>);
+type Published = (Arc<Client>, Arc<F2cn>, Arc<Launcher>);
 
 kernel::sync::global_lock! {
     // SAFETY: initialised in the module initialiser before any use.
@@ -191,6 +196,10 @@ pub(crate) fn publish(p: Option<Published>) {
 /// The published client (`ENODEV` while zoid is not up).
 pub(crate) fn client() -> Result<Arc<Client>> {
     CLIENT.lock().as_ref().map(|p| p.0.clone()).ok_or(ENODEV)
+}
+
+fn launcher() -> Result<Arc<Launcher>> {
+    CLIENT.lock().as_ref().map(|p| p.2.clone()).ok_or(ENODEV)
 }
 
 fn f2cn_side() -> Result<Arc<F2cn>> {
@@ -234,6 +243,8 @@ impl MiscDevice for ZoidFile {
             ZOID_IOC_CALL => me.call(&client, UserPtr::from_addr(arg)),
             ZOID_IOC_INFO => info(&client, UserPtr::from_addr(arg)),
             ZOID_IOC_F2CN => f2cn_ioctl(&client, UserPtr::from_addr(arg)),
+            ZOID_IOC_JOB_RUN => launcher()?.run(UserPtr::from_addr(arg)),
+            ZOID_IOC_JOB_KILL => launcher()?.kill(UserPtr::from_addr(arg)),
             _ => Err(ENOTTY),
         }
     }

@@ -94,6 +94,26 @@ impl State {
     }
 }
 
+/// What a launched job's scripts are told of it
+/// ([`Job::run_launch_scripts`]).
+pub(crate) struct LaunchScripts<'a> {
+    pub(crate) id: u32,
+    /// The program (`ZOID_JOB_EXEC`).
+    pub(crate) exec: &'a [u8],
+    /// Its arguments, `:`-separated (`ZOID_JOB_ARGS`).
+    pub(crate) args: &'a [u8],
+    /// Its environment, `:`-separated (`ZOID_JOB_ENV`).
+    pub(crate) env: &'a [u8],
+    pub(crate) global_size: u32,
+    pub(crate) local_size: u32,
+    /// Its owner's uid and gid: the scripts run as them.
+    pub(crate) owner: (u32, u32),
+    /// The owner's home (the job's `HOME`), user name and shell.
+    pub(crate) home: &'a [u8],
+    pub(crate) user: &'a [u8],
+    pub(crate) shell: &'a [u8],
+}
+
 /// `job_runner` at load: tools/zoid/zoid-job-run.c, installed there.
 const DEFAULT_RUNNER: &[u8] = b"/sbin/zoid-job-run";
 
@@ -184,6 +204,11 @@ impl Job {
         Ok(())
     }
 
+    /// The job runner's path (empty: none).
+    pub(crate) fn runner(&self) -> Result<KVec<u8>> {
+        copy(&self.state.lock().programs.runner)
+    }
+
     /// Shows the job runner path.
     pub(crate) fn with_runner(&self, f: impl FnOnce(&[u8]) -> Result) -> Result {
         f(&self.state.lock().programs.runner)
@@ -260,6 +285,84 @@ impl Job {
             self.script_failures.fetch_add(1, Relaxed);
         }
         r
+    }
+
+    /// Runs a launched job's scripts (`zoid-job run`, ZeptoOS's job
+    /// scripts) with `phase` (`b"1"` at its start, `b"0"` at its end):
+    /// the admin's `job_script`, then the owner's
+    /// `$HOME/zoid-user-script.sh` if there is one, both as the owner
+    /// through the job runner (`-o`: a user script that does not exist is
+    /// no failure).  `Ok` if both succeeded or do not exist; `EIO` if one
+    /// exited non-zero (with [`Wait::Exec`], only whether they started).
+    pub(crate) fn run_launch_scripts(
+        &self,
+        j: &LaunchScripts<'_>,
+        phase: &[u8],
+        wait: Wait,
+    ) -> Result {
+        let programs = self.state.lock().programs()?;
+        let mut user_script = KVec::new();
+        if j.home.starts_with(b"/") {
+            user_script.extend_from_slice(j.home, GFP_KERNEL)?;
+            user_script.extend_from_slice(b"/zoid-user-script.sh", GFP_KERNEL)?;
+        }
+        for (script, optional) in [(&programs.script[..], false), (&user_script[..], true)] {
+            if script.is_empty() {
+                continue;
+            }
+            self.script_runs.fetch_add(1, Relaxed);
+            let r = (|| -> Result {
+                let mut argv = StrList::new();
+                let (mut u, mut g) = ([0u8; 10], [0u8; 10]);
+                // The admin's script of a root-owned job runs as root
+                // directly, as the job plug-in's; the rest as the owner.
+                if optional || j.owner != (0, 0) {
+                    if programs.runner.is_empty() {
+                        return Err(EACCES);
+                    }
+                    argv.push(&[&programs.runner])?;
+                    if optional {
+                        argv.push(&[b"-o"])?;
+                    }
+                    argv.push(&[decimal(j.owner.0, &mut u)])?;
+                    argv.push(&[decimal(j.owner.1, &mut g)])?;
+                }
+                argv.push(&[script])?;
+                argv.push(&[phase])?;
+                let (mut b1, mut b2, mut b3) = ([0u8; 10], [0u8; 10], [0u8; 10]);
+                let mut envp = StrList::new();
+                envp.push(&[b"ZOID_JOB_ID=", decimal(j.id, &mut b1)])?;
+                envp.push(&[b"ZOID_JOB_EXEC=", j.exec])?;
+                envp.push(&[b"ZOID_JOB_ARGS=", j.args])?;
+                envp.push(&[b"ZOID_JOB_ENV=", j.env])?;
+                envp.push(&[b"ZOID_JOB_GLOBAL_SIZE=", decimal(j.global_size, &mut b2)])?;
+                envp.push(&[b"ZOID_JOB_LOCAL_SIZE=", decimal(j.local_size, &mut b3)])?;
+                envp.push(&[
+                    b"ZOID_JOB_MODE=",
+                    if j.local_size == 1 { b"SMP" } else { b"VN" },
+                ])?;
+                envp.push(&[b"PATH=/sbin:/bin:/usr/sbin:/usr/bin"])?;
+                envp.push(&[b"HOME=", if j.home.is_empty() { b"/" } else { j.home }])?;
+                envp.push(&[b"USER=", j.user])?;
+                envp.push(&[
+                    b"SHELL=",
+                    if j.shell.is_empty() {
+                        b"/bin/sh"
+                    } else {
+                        j.shell
+                    },
+                ])?;
+                match umh::run(&mut argv, &mut envp, wait)? {
+                    0 => Ok(()),
+                    _ => Err(EIO),
+                }
+            })();
+            if let Err(e) = r {
+                self.script_failures.fetch_add(1, Relaxed);
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     /// Removes the members `gone` selects from every job; a job left with

@@ -38,6 +38,7 @@
 use crate::answers::Answers;
 use crate::call_ledger::Ledgers;
 use crate::f2cn::F2cn;
+use crate::job_ranks::Ranks;
 use crate::plugin::{Caller, Plugin, Registry};
 use crate::stats::{Histogram, Stats};
 use crate::traffic::{self, header_of, Direction};
@@ -299,6 +300,9 @@ pub(crate) struct ServerCore {
     pub(crate) plugins: Arc<Registry>,
     /// File broadcast (its CN side runs in the receive thread).
     pub(crate) f2cn: Arc<F2cn>,
+    /// Launched jobs' ranks here (launches and signals run in the receive
+    /// thread).
+    pub(crate) ranks: Arc<Ranks>,
     /// Wait time in the queue (µs, log2 buckets).
     pub(crate) queue_wait: Histogram,
     #[pin]
@@ -641,6 +645,15 @@ impl ServerCore {
             }
             MsgKind::FileBegin | MsgKind::FileData | MsgKind::FileCommit | MsgKind::FileAbort => {
                 self.f2cn.receive(src, &hdr, &msg);
+            }
+            MsgKind::JobLaunch | MsgKind::JobSignal => self.ranks.receive(src, &hdr, msg),
+            // Stream messages and ends go to their side directly.
+            MsgKind::JobOutput
+            | MsgKind::JobInput
+            | MsgKind::JobInputEnd
+            | MsgKind::JobCredit
+            | MsgKind::JobExit => {
+                self.stats.c.malformed.fetch_add(1, Relaxed);
             }
             // Answers go to the client and to f2cn's sender directly.
             MsgKind::Reply | MsgKind::AttachReply | MsgKind::FileAck | MsgKind::Upcall => {
@@ -1286,6 +1299,7 @@ impl Server {
         plugins: Arc<Registry>,
         stats: Arc<Stats>,
         f2cn: Arc<F2cn>,
+        ranks: Arc<Ranks>,
     ) -> Result<Arc<Self>> {
         let rx_kicker = Arc::new(Kicker::new()?, GFP_KERNEL)?;
         let sched = SchedBox::new(64)?;
@@ -1303,6 +1317,7 @@ impl Server {
                 stats,
                 plugins,
                 f2cn,
+                ranks,
                 queue_wait: Histogram::new(),
                 inbox <- kernel::new_mutex!(
                     Inbox {

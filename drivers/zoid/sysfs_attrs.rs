@@ -416,7 +416,36 @@ fn show_zoidfs_relaxed(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
     writeln!(w, "files_open {}", t.files_open())
 }
 
-pub(crate) static ATTRS: [Attribute<Ctx>; 38] = [
+/// `launched`: jobs launched from this ION, one per line: `<id> uid <uid>
+/// ranks <n> running <n> <program>`.
+fn show_launched(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    c.launcher.show(w)
+}
+
+/// `launch_stats`: launched jobs' counters (both sides), then
+/// `ranks_running` (ranks running on this CN now).
+fn show_launch_stats(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    crate::job_launch::show_stats(&c.launcher, w)?;
+    writeln!(w, "ranks_running {}", c.ranks.running())
+}
+
+/// `job_stream_window`: each stream's window for jobs launched from now
+/// on (bytes).
+fn show_job_stream_window(c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {
+    writeln!(w, "{}", c.launcher.window.load(Relaxed))
+}
+
+fn store_job_stream_window(c: &Ctx, input: &[u8]) -> Result {
+    use crate::zoid_proto::zoid::jobs::{MAX_WINDOW, MIN_WINDOW};
+    let v = u32::try_from(sysfs::parse_u64(input)?).map_err(|_| EINVAL)?;
+    if !(MIN_WINDOW..=MAX_WINDOW).contains(&v) {
+        return Err(EINVAL);
+    }
+    c.launcher.window.store(v, Relaxed);
+    Ok(())
+}
+
+pub(crate) static ATTRS: [Attribute<Ctx>; 41] = [
     Attribute::ro(c"version", crate::zoid_kernel::suite::show_version),
     Attribute::ro(c"treenet_version", show_treenet_version),
     Attribute::rw(c"modules", show_modules, store_modules),
@@ -475,6 +504,13 @@ pub(crate) static ATTRS: [Attribute<Ctx>; 38] = [
     Attribute::rw(c"job_runner", show_job_runner, store_job_runner),
     Attribute::ro(c"jobs", show_jobs),
     Attribute::rw(c"f2cn", show_f2cn, store_f2cn),
+    Attribute::ro(c"launched", show_launched),
+    Attribute::ro(c"launch_stats", show_launch_stats),
+    Attribute::rw(
+        c"job_stream_window",
+        show_job_stream_window,
+        store_job_stream_window,
+    ),
 ];
 
 fn show_queue_cap(_c: &Ctx, w: &mut SysfsWriter<'_>) -> Result {

@@ -28,16 +28,23 @@ pub(crate) enum Category {
     /// f2cn's file broadcast: its begin, data, commit and abort messages,
     /// and the CNs' acks.
     Broadcast,
+    /// Launched jobs: launches, signals and ends of ranks.
+    Job,
+    /// Launched jobs' standard streams: output, input and their credits
+    /// (statquery's "stream").
+    Stream,
     /// Received messages whose header did not decode.
     Malformed,
 }
 
 /// Every category, in the order `traffic` lists them, with its name.
-const CATEGORIES: [(Category, &str); 5] = [
+const CATEGORIES: [(Category, &str); 7] = [
     (Category::Internal, "internal"),
     (Category::Call, "call"),
     (Category::Upcall, "upcall"),
     (Category::Broadcast, "broadcast"),
+    (Category::Job, "job"),
+    (Category::Stream, "stream"),
     (Category::Malformed, "malformed"),
 ];
 
@@ -61,6 +68,10 @@ impl Category {
             | MsgKind::FileCommit
             | MsgKind::FileAbort
             | MsgKind::FileAck => (Self::Broadcast, None),
+            MsgKind::JobLaunch | MsgKind::JobSignal | MsgKind::JobExit => (Self::Job, None),
+            MsgKind::JobOutput | MsgKind::JobInput | MsgKind::JobInputEnd | MsgKind::JobCredit => {
+                (Self::Stream, None)
+            }
         }
     }
 
@@ -71,7 +82,9 @@ impl Category {
             Self::Call => 1,
             Self::Upcall => 2,
             Self::Broadcast => 3,
-            Self::Malformed => 4,
+            Self::Job => 4,
+            Self::Stream => 5,
+            Self::Malformed => 6,
         }
     }
 }

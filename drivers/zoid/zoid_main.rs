@@ -20,7 +20,9 @@ mod client_abi;
 mod devzoid;
 mod extern_plugin;
 mod f2cn;
+mod job_launch;
 mod job_plugin;
+mod job_ranks;
 mod plugin;
 mod plugin_abi;
 mod server;
@@ -46,6 +48,7 @@ use server::{Server, ServerCore};
 use stats::Stats;
 use zoid_kernel::sysfs::SysfsDir;
 use zoid_proto::version::{Version, SUITE_VERSION};
+use zoid_proto::zoid::jobs;
 use zoid_proto::zoid::wire::{CallHeader, MsgKind, HEADER_LEN as CALL_HEADER_LEN};
 
 /// The treenet channel zoid speaks on.
@@ -79,6 +82,10 @@ pub(crate) struct ZoidState {
     pub(crate) job: Arc<job_plugin::Job>,
     /// File broadcast.
     pub(crate) f2cn: Arc<f2cn::F2cn>,
+    /// Jobs launched from this ION.
+    pub(crate) launcher: Arc<job_launch::Launcher>,
+    /// Ranks of launched jobs running on this CN.
+    pub(crate) ranks: Arc<job_ranks::Ranks>,
 }
 
 /// treenet's callbacks: replies go to the client, f2cn's answers to its
@@ -87,6 +94,8 @@ struct Net {
     client: Arc<Client>,
     server: Arc<ServerCore>,
     f2cn: Arc<f2cn::F2cn>,
+    launcher: Arc<job_launch::Launcher>,
+    ranks: Arc<job_ranks::Ranks>,
 }
 
 impl treenet::Handler for Net {
@@ -116,6 +125,21 @@ impl treenet::Handler for Net {
             }
             Some(h) if h.kind == MsgKind::FileAck => self.f2cn.ack(src, &h, &msg),
             Some(h) if h.kind == MsgKind::Upcall => self.client.upcall(src, &h, &msg),
+            // Launched jobs' streams and ends: quick, here.
+            Some(h) if matches!(h.kind, MsgKind::JobOutput | MsgKind::JobExit) => {
+                self.launcher.receive(src, &h, msg)
+            }
+            Some(h) if h.kind == MsgKind::JobCredit && h.function == jobs::STDIN => {
+                self.launcher.receive(src, &h, msg)
+            }
+            Some(h)
+                if matches!(
+                    h.kind,
+                    MsgKind::JobCredit | MsgKind::JobInput | MsgKind::JobInputEnd
+                ) =>
+            {
+                self.ranks.receive(src, &h, msg)
+            }
             // Malformed messages too: the server counts them.
             _ => self.server.deliver(src, msg),
         }
@@ -124,7 +148,9 @@ impl treenet::Handler for Net {
     fn peer_event(&self, node: u16, up: bool) {
         self.client.peer_event(node, up);
         self.f2cn.peer_event(node, up);
+        self.ranks.ion_event(node, up);
         if !up {
+            self.launcher.node_down(node);
             self.server.deliver_gone(node);
         }
     }
@@ -180,12 +206,17 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
     plugins.register(job.clone())?;
     let client = Arc::pin_init(Client::new(stats.clone()), GFP_KERNEL)?;
     let f2cn = Arc::pin_init(f2cn::F2cn::new(), GFP_KERNEL)?;
-    let server = Server::start(plugins.clone(), stats.clone(), f2cn.clone())?;
+    let job_stats = Arc::new(job_launch::JobStats::new(), GFP_KERNEL)?;
+    let launcher = job_launch::Launcher::new(job_stats.clone(), job.clone())?;
+    let ranks = job_ranks::Ranks::new(job_stats, job.clone())?;
+    let server = Server::start(plugins.clone(), stats.clone(), f2cn.clone(), ranks.clone())?;
     let net = Arc::new(
         Net {
             client: client.clone(),
             server: server.core().clone(),
             f2cn: f2cn.clone(),
+            launcher: launcher.clone(),
+            ranks: ranks.clone(),
         },
         GFP_KERNEL,
     )?;
@@ -200,7 +231,7 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
         })?;
     }
     let channel = treenet::Channel::register(CHANNEL, net)?;
-    devzoid::publish(Some((client.clone(), f2cn.clone())));
+    devzoid::publish(Some((client.clone(), f2cn.clone(), launcher.clone())));
     extern_plugin::publish(Some(plugins.clone()));
     let state = Arc::new(
         ZoidState {
@@ -213,6 +244,8 @@ fn start() -> Result<(SysfsDir<ZoidState>, treenet::Channel<Net>)> {
             zoidfs,
             job,
             f2cn,
+            launcher,
+            ranks,
         },
         GFP_KERNEL,
     )?;
@@ -249,6 +282,11 @@ impl PinnedDrop for Zoid {
         this.sysfs.take();
         devzoid::publish(None);
         extern_plugin::publish(None);
+        // (No rank runs: each holds the module through its descriptors;
+        // this waits for the last ends' callbacks.)
+        if let Some(c) = this.channel.as_ref() {
+            c.handler().ranks.shutdown();
+        }
         // No callback runs once the channel is gone; the server's threads
         // stop when its last reference (held by the handler) drops.
         this.channel.take();

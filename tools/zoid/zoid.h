@@ -55,6 +55,81 @@ struct zoid_ioc_f2cn {
 #define ZOID_IOC_INFO _IOWR('Z', 2, char[24])
 #define ZOID_IOC_F2CN _IOWR('Z', 3, char[48])
 
+/*
+ * Jobs launched by the ION on its CNs (on an ION): ZOID_IOC_JOB_RUN starts
+ * one and returns the job's descriptor, whose read() yields the ranks'
+ * output and ends as events (struct zoid_job_event), whose write() feeds
+ * the ranks' stdin.  tools/zoid/zoid-job.c is the command-line tool.
+ *
+ * The spec block (`spec`, `spec_len`): uint32_t argc, uint32_t envc, then
+ * the working directory NUL-terminated (empty: the default), argc
+ * NUL-terminated strings (argv; argv[0] absolute or looked up in the PATH
+ * of the env given), envc NUL-terminated "K=V" strings, nothing after.
+ * Rank numbering: CN i of the list runs ranks i*local_size ..
+ * i*local_size+local_size-1; ZOID_JOB_RANK, ZOID_JOB_ID,
+ * ZOID_JOB_GLOBAL_SIZE and ZOID_JOB_LOCAL_SIZE are set in every rank's
+ * environment by the kernel.
+ */
+#define ZOID_JOB_STDIN_ALL 0x1		/* stdin to every rank, not rank 0 only */
+#define ZOID_JOB_MAX_LOCAL 64		/* processes per CN */
+#define ZOID_JOB_MAX_SPEC 65536		/* bytes of the spec block */
+#define ZOID_JOB_ID_DEFAULT 0xffffffffu	/* uid/gid: the caller's */
+
+struct zoid_job_run {		/* 64 bytes, in/out */
+	uint64_t spec;		/* in: the spec block */
+	uint64_t cns;		/* in: uint16_t node ids[ncns] */
+	uint32_t spec_len;	/* in: the spec block's length */
+	uint32_t ncns;		/* in: CNs in cns; 0: every attached CN, by node id */
+	uint32_t flags;		/* in: ZOID_JOB_* */
+	uint32_t uid;		/* in: the owner's uid; ZOID_JOB_ID_DEFAULT: the caller's */
+	uint32_t gid;		/* in: the owner's gid; ZOID_JOB_ID_DEFAULT: the caller's */
+	uint32_t local_size;	/* in: processes per CN, 1..ZOID_JOB_MAX_LOCAL (0 = 1) */
+	uint32_t job_id;	/* out: the job's id (its ranks' ZOID_JOB_ID) */
+	uint32_t global_size;	/* out: ranks in all */
+	int32_t fd;		/* out: the job's descriptor (O_CLOEXEC) */
+	uint32_t reserved[3];	/* 0 */
+};
+
+/* ZOID_IOC_JOB_KILL (on /dev/zoid): the job's owner or CAP_KILL; ESRCH
+ * for an unknown id. */
+struct zoid_job_kill {
+	uint32_t job_id;
+	uint32_t sig;
+};
+
+/* read() on a job's descriptor: whole events, each this header and, for
+ * OUTPUT, `len` bytes of data (cut to fit the reader's buffer, which must
+ * hold at least 16 bytes: the rest follows as another OUTPUT event). */
+struct zoid_job_event {		/* 16 bytes, then len bytes of data */
+	uint32_t rank;		/* 0xffffffff for END */
+	uint16_t type;		/* ZOID_JOB_EV_* */
+	uint16_t stream;	/* OUTPUT: ZOID_JOB_STDOUT or ZOID_JOB_STDERR */
+	uint32_t len;		/* OUTPUT: bytes of data that follow */
+	int32_t value;		/* EXIT: wait status; FAILED: errno; END: exit code */
+};
+#define ZOID_JOB_EV_OUTPUT 1	/* output of rank `rank` */
+#define ZOID_JOB_EV_EXIT 2	/* the rank ended: value = its wait status */
+#define ZOID_JOB_EV_FAILED 3	/* the rank ended without a status: value = errno
+				 * (ENOENT etc.: did not start; EHOSTDOWN: its CN
+				 * went down; ECONNRESET: its CN lost it) */
+#define ZOID_JOB_EV_END 4	/* every rank ended: value = the job's exit code
+				 * (the first rank to end badly: its exit code,
+				 * 128+signal, 127 (did not start) or 255 (CN lost);
+				 * else 0) */
+#define ZOID_JOB_STDOUT 1
+#define ZOID_JOB_STDERR 2
+#define ZOID_JOB_RANK_NONE 0xffffffffu
+
+_Static_assert(sizeof(struct zoid_job_run) == 64, "struct zoid_job_run is 64 bytes");
+_Static_assert(sizeof(struct zoid_job_kill) == 8, "struct zoid_job_kill is 8 bytes");
+_Static_assert(sizeof(struct zoid_job_event) == 16, "struct zoid_job_event is 16 bytes");
+
+#define ZOID_IOC_JOB_RUN _IOWR('Z', 4, char[64])	/* struct zoid_job_run */
+#define ZOID_IOC_JOB_KILL _IOW('Z', 5, char[8])	/* struct zoid_job_kill */
+/* On a job's descriptor: */
+#define ZOID_JOB_IOC_SIGNAL _IOW('Z', 6, uint32_t)	/* the signal (1..64) to every running rank */
+#define ZOID_JOB_IOC_EOF _IO('Z', 7)		/* stdin ends after what was written */
+
 /* Plug-in and function ids (rust/zoid_proto/src/zoid/plugins/). */
 enum { ZTEST_ID = 1 };
 enum { ZTEST_NULL = 1, ZTEST_ECHO = 2, ZTEST_ADD = 3, ZTEST_SWAP = 4,
