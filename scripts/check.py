@@ -185,7 +185,7 @@ def arch_checks(arch, flavor="debug"):
     adds = []
     tools = [f"zoid/{t}" for t in
              ("zoidcall", "zoidunix", "f2cn", "zoidfsctl", "zfsx", "fsbench", "zxattr",
-              "zattack", "zoid-job-run", "posixcheck", "zhold")]
+              "zattack", "zoid-job-run", "zoid-job", "posixcheck", "zhold")]
     for path in tools + ["ssi/ssimap", "treenet/tnflood"]:
         tool = os.path.basename(path)
         ok, out = run([os.path.join(REPO, "scripts/build-guest-tool.sh"), arch,
@@ -255,8 +255,10 @@ def arch_checks(arch, flavor="debug"):
                 + ":/zoid/run/pre-modules"] + NO_KMEMLEAK)
     # (Without kmemleak too: with it, 608 s here against crash-ion's 415 s
     # without; leaks of the module lifecycle are read in reload-loops.)
+    # (The tools: the ION launches a job on both CNs with zoid-job.)
     crash_test(arch, flavor, kdir, "crash-cn", "2",
-               "CN power cut holding relaxed write-back data, {cns} CNs", NO_KMEMLEAK)
+               "CN power cut holding relaxed write-back data and a job's rank, {cns} CNs",
+               adds + NO_KMEMLEAK)
     # Module lifecycle loops, also alone (what follows them in one boot
     # is not yet reliable: docs/reliability.md).
     # 100 loads per CN on ppc32; 10 under KASAN and kmemleak (x86_64),
@@ -278,7 +280,7 @@ NO_KMEMLEAK = ["--append", "kmemleak=off"]
 # write-back; ssi's sets, process events, mappings, checkpoints), on an
 # ION and one CN.
 LEAK_TESTS = ("10-modules-loaded 70-treenet-broadcast 80-zoid-calls 82-zoid-unix "
-              "84-zoid-jobs 87-zoidfs-handles 89-zoidfs-special 89-zoidfs-relaxed "
+              "84-zoid-jobs 86-zoid-launch 87-zoidfs-handles 89-zoidfs-special 89-zoidfs-relaxed "
               "89-ssi-sets 89-ssi-procs 89-ssi-mmap 89-ssi-checkpoint 89-faults-alloc")
 
 

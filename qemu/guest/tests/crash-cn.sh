@@ -7,7 +7,9 @@
 # be answered, and ends when CN 1 is declared down (peer_timeout_ms), not
 # at the 30 s recall timeout.  What the others see is the file as CN 1's
 # last close left it: the appended data, never acknowledged, is lost.
-# CN 1 boots again and sees the same.
+# CN 1 boots again and sees the same.  Meanwhile the ION ran a job with a
+# rank on each CN (zoid-job run): CN 1's power cut ends it once CN 1 is
+# declared down, rank 0 lost (exit 255), rank 1 killed, never a hang.
 . /zoid/tests/treenet-lib.sh
 unset -f stat
 Z=/sys/kernel/zoid
@@ -47,6 +49,14 @@ if [ "$ZOID_ROLE" = cn ] && [ "$ZOID_NODE_ID" = 1 ]; then
 fi
 barrier 9721
 if [ "$ZOID_ROLE" = ion ]; then
+  /zoid/bin/zoid-job run --cns 1,2 -- sleep 600 > /tmp/cc-job.out 2> /tmp/cc-job.err & job=$!
+  i=0
+  until grep -q ' running 2 ' $Z/launched; do
+    i=$((i + 1)); [ $i -le 300 ] || { echo "the job does not run: $(cat $Z/launched)"; cat /tmp/cc-job.err; exit 1; }
+    sleep 0.1
+  done
+fi
+if [ "$ZOID_ROLE" = ion ]; then
   cmp /tmp/cc-closed $X/held || { echo "the ION does not have CN 1's closed data (or has its cached data)"; exit 1; }
   [ "$(zrel files_open)" = 1 ] || { echo "files_open $(zrel files_open)"; exit 1; }
 fi
@@ -78,6 +88,17 @@ if [ "$ZOID_ROLE" = ion ]; then
   done
   [ "$(zrel recall_timeouts)" = "$timeouts0" ] || { echo "a recall timed out"; exit 1; }
   echo "ION: $(awk '$2 != 0' $Z/zoidfs_relaxed | tr '\n' ' ')"
+  # The job: over with CN 1, rank 0 lost, rank 1 killed.
+  i=0
+  while kill -0 $job 2> /dev/null; do
+    i=$((i + 1)); [ $i -le 300 ] || { echo "the job outlived CN 1 by 30 s"; cat $Z/launched; exit 1; }
+    sleep 0.1
+  done
+  rc=0; wait $job || rc=$?
+  [ "$rc" = 255 ] || { echo "the job exited $rc, want 255"; cat /tmp/cc-job.err; exit 1; }
+  grep -q 'rank 0 lost' /tmp/cc-job.err && grep -q 'rank 1 .*signal 9' /tmp/cc-job.err ||
+    { echo "zoid-job did not say rank 0 was lost and rank 1 killed:"; cat /tmp/cc-job.err; exit 1; }
+  echo "ION: the job ended with CN 1: $(tr '\n' ' ' < /tmp/cc-job.err)"
 fi
 barrier 9723
 barrier 9724
