@@ -135,7 +135,7 @@ fn errno(e: Error) -> i32 {
 }
 
 /// Decimal digits of `v` in `buf`.
-fn decimal(v: u32, buf: &mut [u8; 10]) -> &[u8] {
+pub(crate) fn decimal(v: u32, buf: &mut [u8; 10]) -> &[u8] {
     let mut i = buf.len();
     let mut v = v;
     loop {

@@ -23,7 +23,7 @@
 //! starting or signalling a process.
 
 use crate::job_launch::{JobStats, MAX_SPEC_LEN};
-use crate::job_plugin::Job;
+use crate::job_plugin::{decimal, Job};
 use crate::traffic;
 use crate::treenet;
 use crate::zoid_kernel::anonfile::{Access, AnonFile, FileOps};
@@ -508,20 +508,6 @@ impl Ranks {
 
     fn remove(&self, r: &Arc<Rank>) {
         self.ranks.lock().retain(|x| !Arc::ptr_eq(x, r));
-    }
-}
-
-/// Decimal digits of `v` in `buf`.
-fn decimal(v: u32, buf: &mut [u8; 10]) -> &[u8] {
-    let mut i = buf.len();
-    let mut v = v;
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            return &buf[i..];
-        }
     }
 }
 

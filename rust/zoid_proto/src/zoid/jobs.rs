@@ -216,16 +216,22 @@ impl<'a> Spec<'a> {
             return Err(JobError::Malformed);
         }
         let cwd = cwd.iter().next().unwrap_or(&[]);
-        if !cwd.is_empty() && cwd[0] != b'/' {
+        Self { cwd, argv, env }.checked()
+    }
+
+    /// The spec if its directory is absolute (or empty), its program named
+    /// and its environment entries `NAME=value` with names not reserved.
+    fn checked(self) -> Result<Self, JobError> {
+        if !self.cwd.is_empty() && self.cwd[0] != b'/' {
             return Err(JobError::BadSpec);
         }
-        if argv.iter().next().is_none_or(|p| p.is_empty()) {
+        if self.argv.iter().next().is_none_or(|p| p.is_empty()) {
             return Err(JobError::BadSpec);
         }
-        for e in env.iter() {
+        for e in self.env.iter() {
             check_env(e)?;
         }
-        Ok(Self { cwd, argv, env })
+        Ok(self)
     }
 }
 
@@ -381,15 +387,7 @@ impl<'a> Launch<'a> {
             bytes: &scratch[env_start..at],
             count: envc,
         };
-        if !cwd.is_empty() && cwd[0] != b'/' {
-            return Err(JobError::BadSpec);
-        }
-        if argv.iter().next().is_none_or(|p| p.is_empty()) {
-            return Err(JobError::BadSpec);
-        }
-        for e in env.iter() {
-            check_env(e)?;
-        }
+        let spec = Spec { cwd, argv, env }.checked()?;
         Ok(Self {
             first_rank,
             local_size,
@@ -398,7 +396,7 @@ impl<'a> Launch<'a> {
             gid,
             window,
             flags,
-            spec: Spec { cwd, argv, env },
+            spec,
         })
     }
 }
